@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { createAuth, type Auth } from './auth/auth.js';
+import { SignInLockout } from './auth/lockout.js';
+import { registerAuthRoutes } from './auth/routes.js';
+import type { Config } from './config.js';
+import type { Database } from './db/client.js';
+import { errors, sendError } from './http/errors.js';
+import { AccessCache, registerGuard } from './http/guard.js';
+import { registerOpenApi } from './http/openapi.js';
+import { registerRateLimits } from './http/rate-limit.js';
+import { registerOriginPolicy } from './http/security.js';
+import { createMailer, type Mailer } from './mail/mailer.js';
+import { registerAccountRoutes } from './modules/account/routes.js';
+import { registerHealthRoutes } from './modules/health/routes.js';
+import { registerWorkspaceRoutes } from './modules/workspaces/routes.js';
+
+export interface AppServices {
+  config: Config;
+  database: Database;
+  auth: Auth;
+  mailer: Mailer;
+  lockout: SignInLockout;
+  cache: AccessCache;
+}
+
+export type App = FastifyInstance & { services: AppServices };
+
+export interface BuildOptions {
+  config: Config;
+  database: Database;
+  secret: string;
+  logger?: FastifyServerOptions['logger'];
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export async function buildApp(options: BuildOptions): Promise<App> {
+  const { config, database } = options;
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    // A hop count is supported at run time (proxy-addr) though Fastify's types omit it.
+    trustProxy: config.trustProxy as boolean | string | string[],
+    bodyLimit: 1024 * 1024,
+    disableRequestLogging: true,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // JSON is the only body the API reads: anything else on a write is a 415.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler((error, request, reply) => sendError(request, reply, error));
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, errors.notFound()));
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request completed',
+    );
+  });
+
+  const mailer = createMailer({ db: database.db, smtpUrl: config.smtpUrl, from: config.mailFrom, log: app.log });
+  const auth = createAuth({ db: database.db, secret: options.secret, baseUrl: config.baseUrl, appUrl: config.appUrl, mailer });
+  const services: AppServices = {
+    config,
+    database,
+    auth,
+    mailer,
+    lockout: new SignInLockout(database.db),
+    cache: new AccessCache(config.authCacheMs),
+  };
+  app.decorate('services', services);
+
+  registerRateLimits(app, { db: database.db, factor: config.rateLimitFactor });
+  await registerOriginPolicy(app, { baseUrl: config.baseUrl, appUrl: config.appUrl });
+  registerGuard(app, { db: database.db, auth, cache: services.cache });
+  await registerOpenApi(app, { baseUrl: config.baseUrl });
+
+  registerHealthRoutes(app, services);
+  registerAuthRoutes(app, services);
+  registerAccountRoutes(app, services);
+  registerWorkspaceRoutes(app, services);
+
+  app.addHook('onClose', async () => mailer.close());
+  return app as unknown as App;
+}

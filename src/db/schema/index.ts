@@ -1,0 +1,3 @@
+export * from './auth.js';
+export * from './operations.js';
+export * from './tenancy.js';
