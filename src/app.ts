@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { createAuth, type Auth } from './auth/auth.js';
 import { SignInLockout } from './auth/lockout.js';
@@ -36,6 +36,16 @@ export interface BuildOptions {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+/** One log line per request, when it completes, with the method, URL, status and time. */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
 export async function buildApp(options: BuildOptions): Promise<App> {
   const { config, database } = options;
   const app = Fastify({
@@ -43,7 +53,7 @@ export async function buildApp(options: BuildOptions): Promise<App> {
     // A hop count is supported at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as boolean | string | string[],
     bodyLimit: 1024 * 1024,
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -62,15 +72,16 @@ export async function buildApp(options: BuildOptions): Promise<App> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      'request completed',
-    );
-  });
 
   const mailer = createMailer({ db: database.db, smtpUrl: config.smtpUrl, from: config.mailFrom, log: app.log });
-  const auth = createAuth({ db: database.db, secret: options.secret, baseUrl: config.baseUrl, appUrl: config.appUrl, mailer });
+  const auth = createAuth({
+    db: database.db,
+    secret: options.secret,
+    baseUrl: config.baseUrl,
+    appUrl: config.appUrl,
+    mailer,
+    log: app.log,
+  });
   const services: AppServices = {
     config,
     database,

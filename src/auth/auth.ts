@@ -1,5 +1,6 @@
 import { betterAuth } from 'better-auth/minimal';
 import { drizzleAdapter } from 'better-auth/adapters/drizzle';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/client.js';
 import { accounts, sessions, users, verifications } from '../db/schema/index.js';
 import { newId } from '../ids.js';
@@ -18,6 +19,7 @@ export interface AuthOptions {
   baseUrl: string;
   appUrl: string;
   mailer: Mailer;
+  log: FastifyBaseLogger;
 }
 
 /** The link mailed for a reset: the app's reset page (or the caller's `redirectTo`) with the token. */
@@ -40,6 +42,11 @@ export function createAuth(options: AuthOptions) {
     secret: options.secret,
     trustedOrigins: [...new Set([options.baseUrl, options.appUrl])],
     telemetry: { enabled: false },
+    // Its own warnings ("Invalid password", "User not found") are routine here: keep them at debug in our log.
+    logger: {
+      level: 'warn',
+      log: (level, message) => options.log[level === 'error' ? 'error' : 'debug']({ component: 'better-auth' }, message),
+    },
     // Our own database-backed limiter and lockout apply; better-auth's in-memory one would not be shared.
     rateLimit: { enabled: false },
     database: drizzleAdapter(options.db, {
