@@ -35,7 +35,8 @@ function fromBetterAuth(error: unknown): unknown {
   if (!isAPIError(error)) return error;
   const code = (error.body as { code?: string } | undefined)?.code ?? '';
   const message = error.body?.message ?? error.message;
-  if (code.startsWith('USER_ALREADY_EXISTS')) return errors.conflict('An account with this email already exists');
+  // FAILED_TO_CREATE_USER: the unique e-mail index refused a concurrent sign-up of the same address.
+  if (code.startsWith('USER_ALREADY_EXISTS') || code === 'FAILED_TO_CREATE_USER') return errors.conflict('An account with this email already exists');
   if (code === 'INVALID_EMAIL_OR_PASSWORD') return new AppError('unauthorized', 'Invalid email or password');
   if (code === 'INVALID_TOKEN') return errors.validation([{ path: 'token', message: 'Invalid or expired token' }], 'Invalid or expired token');
   if (code === 'INVALID_EMAIL') return errors.validation([{ path: 'email', message }]);

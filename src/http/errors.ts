@@ -99,7 +99,11 @@ export function toAppError(error: unknown): AppError {
     return errors.validation([{ path: '', message: 'Body is not valid JSON' }], 'Invalid request body');
   }
   const status = fastifyError?.statusCode;
+  if (status === 401) return errors.unauthorized();
+  if (status === 403) return errors.forbidden();
   if (status === 404) return errors.notFound();
+  if (status === 409) return errors.conflict(fastifyError.message);
+  if (status === 422) return errors.unprocessable(fastifyError.message);
   if (status === 413) return FRAMEWORK_ERRORS.FST_ERR_CTP_BODY_TOO_LARGE!(fastifyError);
   if (status === 415) return FRAMEWORK_ERRORS.FST_ERR_CTP_INVALID_MEDIA_TYPE!(fastifyError);
   if (status === 400) return errors.validation([{ path: '', message: fastifyError.message }], 'Bad request');
