@@ -1,12 +1,24 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { openDatabase } from './db/client.js';
+import { type Database, openDatabase } from './db/client.js';
 import { DataDirLockedError } from './db/lockfile.js';
 import { resolveAuthSecret } from './secret.js';
+
+/** In-flight requests get this long after SIGTERM; then the process exits anyway. */
+const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const database = await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir });
+  try {
+    await serve(config, database);
+  } catch (error) {
+    await database.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function serve(config: ReturnType<typeof loadConfig>, database: Database): Promise<void> {
   const app = await buildApp({ config, database, secret: resolveAuthSecret(config) });
 
   let stopping = false;
@@ -14,6 +26,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    setTimeout(() => {
+      app.log.error('in-flight requests did not finish in time; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
     try {
       await app.close();
     } finally {
@@ -22,6 +38,11 @@ async function main(): Promise<void> {
       process.exit(0);
     }
   };
+  // A response finished during shutdown closes its connection: left open as keep-alive, the idle socket would hold
+  // the process (and the PGlite lock) until the keep-alive timeout, 72 s.
+  app.addHook('onSend', async (_request, reply) => {
+    if (stopping) reply.header('connection', 'close');
+  });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
