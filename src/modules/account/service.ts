@@ -114,18 +114,26 @@ export async function acceptInvitation(db: Db, cache: AccessCache, user: Session
     .from(workspaces)
     .where(eq(workspaces.id, invitation.workspaceId));
   if (!workspace) throw errors.notFound();
-  const role: WorkspaceMemberRole = invitation.role;
-  await db.transaction(async (tx) => {
+  const role: WorkspaceMemberRole = await db.transaction(async (tx) => {
     const claimed = await tx
       .update(invitations)
       .set({ acceptedAt: new Date(), acceptedByUserId: user.id })
       .where(and(eq(invitations.id, invitation.id), isNull(invitations.acceptedAt)))
       .returning({ id: invitations.id });
     if (claimed.length === 0) throw errors.conflict('This invitation has already been accepted');
-    await tx
+    const inserted = await tx
       .insert(workspaceMembers)
-      .values({ workspaceId: workspace.id, userId: user.id, role })
-      .onConflictDoNothing();
+      .values({ workspaceId: workspace.id, userId: user.id, role: invitation.role })
+      .onConflictDoNothing()
+      .returning({ role: workspaceMembers.role });
+    if (inserted[0]) return inserted[0].role;
+    // Already a member (added directly after the invitation was sent): the membership is kept as it is,
+    // so report the role they actually have, not the invited one.
+    const [existing] = await tx
+      .select({ role: workspaceMembers.role })
+      .from(workspaceMembers)
+      .where(and(eq(workspaceMembers.workspaceId, workspace.id), eq(workspaceMembers.userId, user.id)));
+    return existing?.role ?? invitation.role;
   });
   cache.forgetMembership(user.id, workspace.id);
   return { workspace, role };
