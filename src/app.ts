@@ -50,8 +50,12 @@ export async function buildApp(options: BuildOptions): Promise<App> {
   const { config, database } = options;
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
-    // A hop count is supported at run time (proxy-addr) though Fastify's types omit it.
-    trustProxy: config.trustProxy as boolean | string | string[],
+    // Fastify 5 treats a numeric trustProxy as "trust nothing"; a hop count must be a function: the first N
+    // addresses from the socket inwards are our proxies, the next one is the client.
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? ((hops: number) => (_address: string, hop: number) => hop < hops)(config.trustProxy)
+        : config.trustProxy,
     bodyLimit: 1024 * 1024,
     logController: new OneLinePerRequest(),
     requestIdHeader: false,
@@ -59,7 +63,7 @@ export async function buildApp(options: BuildOptions): Promise<App> {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -60,6 +60,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
     client.release();
   }
+  let closed: Promise<void> | undefined;
   return {
     db,
     kind: 'postgres',
@@ -67,7 +68,10 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     ping: async () => {
       await pool.query('select 1');
     },
-    close: () => pool.end(),
+    close: () => {
+      closed ??= pool.end();
+      return closed;
+    },
   };
 }
 

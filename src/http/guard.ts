@@ -196,9 +196,11 @@ async function resolveWorkspace(deps: GuardDeps, request: FastifyRequest, userId
  */
 export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/api/') || request.method === 'OPTIONS') return;
+    // The matched route's path, not the raw URL, which may spell it percent-encoded ('/%61pi/members').
+    const path = request.routeOptions.url ?? request.url;
+    if (!path.startsWith('/api/') || request.method === 'OPTIONS') return;
     // The reference page's static assets are registered by @fastify/swagger-ui, which takes no route config.
-    if (request.url.startsWith('/api/docs')) return;
+    if (path === '/api/docs' || path.startsWith('/api/docs/')) return;
     const config = request.routeOptions.config;
     const access: Access = config?.access ?? 'workspace';
     if (access === 'public') return;

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiterDrizzle, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Db } from '../db/client.js';
 import { rateLimitCounters } from '../db/schema/index.js';
+import { BatchedWindowCounter, type Verdict } from './batched-counter.js';
 import { errors } from './errors.js';
 
 interface Tier {
@@ -32,56 +33,80 @@ function matches(tier: Tier, method: string, path: string): boolean {
   return tier.path.endsWith('/') ? path.startsWith(tier.path) : path === tier.path;
 }
 
-type Limiter = { tier: Tier; limiter: RateLimiterDrizzle };
-
-function setHeaders(reply: FastifyReply, points: number, res: RateLimiterRes): void {
-  reply.header('RateLimit-Limit', String(points));
-  reply.header('RateLimit-Remaining', String(Math.max(0, res.remainingPoints)));
-  reply.header('RateLimit-Reset', String(Math.max(0, Math.ceil(res.msBeforeNext / 1000))));
+function setHeaders(reply: FastifyReply, verdict: Verdict): void {
+  reply.header('RateLimit-Limit', String(verdict.limit));
+  reply.header('RateLimit-Remaining', String(verdict.remaining));
+  reply.header('RateLimit-Reset', String(Math.ceil(verdict.msBeforeNext / 1000)));
 }
 
-async function consume(limiter: RateLimiterDrizzle, key: string): Promise<{ ok: boolean; res: RateLimiterRes }> {
-  try {
-    return { ok: true, res: await limiter.consume(key) };
-  } catch (rejection) {
-    if (rejection instanceof RateLimiterRes) return { ok: false, res: rejection };
-    throw rejection;
+/** An auth tier: few requests, so each is counted in the database at once and the limit is exact everywhere. */
+class ExactCounter {
+  private readonly limiter: RateLimiterDrizzle;
+
+  constructor(db: Db, keyPrefix: string, readonly points: number, seconds: number) {
+    this.limiter = new RateLimiterDrizzle({
+      storeClient: db,
+      schema: rateLimitCounters,
+      keyPrefix,
+      points,
+      duration: seconds,
+      clearExpiredByTimeout: false,
+    });
+  }
+
+  async consume(id: string): Promise<Verdict> {
+    let res: RateLimiterRes;
+    let ok = true;
+    try {
+      res = await this.limiter.consume(id);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      res = rejection;
+      ok = false;
+    }
+    return { ok, limit: this.points, remaining: Math.max(0, res.remainingPoints), msBeforeNext: Math.max(0, res.msBeforeNext) };
   }
 }
 
+type Counter = { tier: Tier; counter: { consume(id: string): Promise<Verdict> } };
+
 /** Per-IP fixed-window limits with counters in the database, so every process shares them and restarts keep them. */
 export function registerRateLimits(app: FastifyInstance, options: { db: Db; factor: number }): void {
-  const limiters: Limiter[] = RATE_LIMIT_TIERS.map((tier) => ({
+  const generalTier = RATE_LIMIT_TIERS.at(-1)!;
+  const authTiers = RATE_LIMIT_TIERS.slice(0, -1);
+  const auth: Counter[] = authTiers.map((tier) => ({
     tier,
-    limiter: new RateLimiterDrizzle({
-      storeClient: options.db,
-      schema: rateLimitCounters,
-      keyPrefix: `rl:${tier.name}`,
-      points: tier.points * options.factor,
-      duration: tier.seconds,
-      clearExpiredByTimeout: false,
-    }),
+    counter: new ExactCounter(options.db, `rl:${tier.name}`, tier.points * options.factor, tier.seconds),
   }));
-  const general = limiters.at(-1)!;
-  const specific = limiters.slice(0, -1);
+  const generalCounter = new BatchedWindowCounter(
+    options.db,
+    app.log,
+    `rl:${generalTier.name}`,
+    generalTier.points * options.factor,
+    generalTier.seconds * 1000,
+  );
+  const general: Counter = { tier: generalTier, counter: generalCounter };
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?', 1)[0]!;
+    // The matched route's path, not the raw URL: '/api/auth/forget-password/' and '/%61pi/auth/forget-password'
+    // reach the same handler and must count against the same tier.
+    const path = request.routeOptions.url ?? request.url.split('?', 1)[0]!;
     if (!path.startsWith('/api/') || EXEMPT.has(path) || request.method === 'OPTIONS') return;
-    const chain = [specific.find((l) => matches(l.tier, request.method, path)), general].filter(
-      (l): l is Limiter => l !== undefined,
+    const chain = [auth.find((c) => matches(c.tier, request.method, path)), general].filter(
+      (c): c is Counter => c !== undefined,
     );
-    let closest: { limiter: Limiter; res: RateLimiterRes } | undefined;
-    for (const entry of chain) {
-      const { ok, res } = await consume(entry.limiter, request.ip);
-      if (!ok) {
-        setHeaders(reply, entry.limiter.points, res);
-        throw errors.tooManyRequests(Math.ceil(res.msBeforeNext / 1000));
+    let closest: Verdict | undefined;
+    for (const { counter } of chain) {
+      const verdict = await counter.consume(request.ip);
+      if (!verdict.ok) {
+        setHeaders(reply, verdict);
+        throw errors.tooManyRequests(Math.ceil(verdict.msBeforeNext / 1000));
       }
-      if (!closest || res.remainingPoints < closest.res.remainingPoints) closest = { limiter: entry, res };
+      if (!closest || verdict.remaining < closest.remaining) closest = verdict;
     }
-    if (closest) setHeaders(reply, closest.limiter.limiter.points, closest.res);
+    if (closest) setHeaders(reply, closest);
   });
+  app.addHook('onClose', async () => generalCounter.close());
 
   const sweep = setInterval(() => {
     options.db
