@@ -72,11 +72,14 @@ type Membership = { organizationId: string; role: WorkspaceRole } | null;
 export class AccessCache {
   private readonly sessions: LRUCache<string, SessionInfo>;
   private readonly memberships: LRUCache<string, { value: Membership }>;
+  /** Pages of a workspace's member list, keyed `workspaceId:limit:offset`. */
+  private readonly memberPages: LRUCache<string, object>;
 
   constructor(readonly ttlMs: number) {
     const ttl = Math.max(1, ttlMs);
     this.sessions = new LRUCache({ max: 50_000, ttl, ttlAutopurge: false });
     this.memberships = new LRUCache({ max: 100_000, ttl, ttlAutopurge: false });
+    this.memberPages = new LRUCache({ max: 10_000, ttl, ttlAutopurge: false });
   }
 
   getSession(token: string): SessionInfo | undefined {
@@ -103,6 +106,18 @@ export class AccessCache {
   }
   forgetMembership(userId: string, workspaceId: string): void {
     this.memberships.delete(`${userId}:${workspaceId}`);
+    for (const key of this.memberPages.keys()) if (key.startsWith(`${workspaceId}:`)) this.memberPages.delete(key);
+  }
+
+  /** The member list is membership data: it is kept exactly as long, and forgotten with any membership change. */
+  async memberPage<T extends object>(workspaceId: string, limit: number, offset: number, load: () => Promise<T>): Promise<T> {
+    if (this.ttlMs === 0) return load();
+    const key = `${workspaceId}:${limit}:${offset}`;
+    const hit = this.memberPages.get(key);
+    if (hit) return hit as T;
+    const page = await load();
+    this.memberPages.set(key, page);
+    return page;
   }
 }
 

@@ -53,7 +53,11 @@ export function registerWorkspaceRoutes(app: Api, services: AppServices): void {
         response: { 200: memberPage, ...failures },
       },
     },
-    async (request) => workspaces.listMembers(workspaceContext(request), request.query),
+    async (request) => {
+      const ctx = workspaceContext(request);
+      const { limit, offset } = request.query;
+      return cache.memberPage(ctx.workspaceId, limit, offset, () => workspaces.listMembers(ctx, request.query));
+    },
   );
 
   app.post(
