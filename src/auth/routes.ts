@@ -7,11 +7,11 @@ import { sessions, users, verifications } from '../db/schema/index.js';
 import type { Api } from '../http/api.js';
 import { iso } from '../http/api.js';
 import { AppError, errorBody, errors, validationErrorBody } from '../http/errors.js';
+import { emailField as email } from '../http/fields.js';
 import { readCookie } from '../http/guard.js';
 import { createOrganization } from '../modules/account/service.js';
 import { PASSWORD_MAX, PASSWORD_MIN, SESSION_COOKIE } from './auth.js';
 
-const email = z.string().trim().toLowerCase().pipe(z.email('Invalid email address').max(254));
 const newPassword = z
   .string()
   .min(PASSWORD_MIN, `Password must be at least ${PASSWORD_MIN} characters`)

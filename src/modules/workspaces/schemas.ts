@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { emailField as email } from '../../http/fields.js';
 import { paginated } from '../../http/pagination.js';
 
 export const memberRole = z.enum(['admin', 'agent', 'viewer']);
-const email = z.string().trim().toLowerCase().pipe(z.email('Invalid email address').max(254));
 
 export const workspaceRecord = z
   .object({
