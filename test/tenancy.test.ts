@@ -729,8 +729,8 @@ describe('isolation between workspaces', () => {
     expectNotFound(unknownPatch);
     expectNotFound(unknownDelete);
     expectNotFound(unknownRevoke);
-    for (const role of ['admin', 'agent', 'viewer'] as const) {
-      const id = cast[role].user!.id;
+    const ownerId = (await cast.owner.get('/api/me', { workspace: null })).body.user.id as string;
+    for (const id of [cast.admin.user!.id, cast.agent.user!.id, cast.viewer.user!.id, ownerId]) {
       const patch = await outsider.patch(`/api/members/${id}`, { role: 'viewer' });
       expect(patch.status).toBe(404);
       expect(patch.body).toEqual(unknownPatch.body);
@@ -738,13 +738,6 @@ describe('isolation between workspaces', () => {
       expect(del.status).toBe(404);
       expect(del.body).toEqual(unknownDelete.body);
     }
-    const ownerId = (await cast.owner.get('/api/me', { workspace: null })).body.user.id as string;
-    const ownerPatch = await outsider.patch(`/api/members/${ownerId}`, { role: 'viewer' });
-    expect(ownerPatch.status).toBe(404);
-    expect(ownerPatch.body).toEqual(unknownPatch.body);
-    const ownerDelete = await outsider.delete(`/api/members/${ownerId}`);
-    expect(ownerDelete.status).toBe(404);
-    expect(ownerDelete.body).toEqual(unknownDelete.body);
     const revoke = await outsider.delete(`/api/invitations/${cast.invitationId}`);
     expect(revoke.status).toBe(404);
     expect(revoke.body).toEqual(unknownRevoke.body);
