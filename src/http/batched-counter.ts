@@ -19,6 +19,8 @@ type Entry = {
   expire: number;
 };
 
+const FLUSH_CHUNK = 1000;
+
 type Row = { key: string; points: number; expire: Date | string };
 
 /**
@@ -88,17 +90,21 @@ export class BatchedWindowCounter {
         entry.pending = 0;
       }
     }
-    if (batch.length === 0) return;
+    // Three parameters a row: chunks stay far below PostgreSQL's 65,535 per statement however many clients there are.
+    for (let i = 0; i < batch.length; i += FLUSH_CHUNK) await this.writeChunk(batch.slice(i, i + FLUSH_CHUNK));
+  }
+
+  private async writeChunk(chunk: { key: string; count: number; entry: Entry }[]): Promise<void> {
     try {
-      const rows = await this.upsert(batch);
+      const rows = await this.upsert(chunk);
       const byKey = new Map(rows.map((row) => [row.key, row]));
-      for (const { key, count, entry } of batch) {
+      for (const { key, count, entry } of chunk) {
         entry.flushing -= count;
         const row = byKey.get(key);
         if (row) entry.stored = row.points;
       }
     } catch (err) {
-      for (const { count, entry } of batch) {
+      for (const { count, entry } of chunk) {
         entry.flushing -= count;
         entry.pending += count;
       }
