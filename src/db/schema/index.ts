@@ -1,3 +1,4 @@
 export * from './auth.js';
 export * from './operations.js';
 export * from './tenancy.js';
+export * from './content.js';
