@@ -10,9 +10,12 @@ import { errors, sendError } from './http/errors.js';
 import { AccessCache, registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerRateLimits } from './http/rate-limit.js';
+import { jobCatalog } from './jobs/catalog.js';
+import { JobQueue } from './jobs/queue.js';
 import { registerOriginPolicy } from './http/security.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { registerAccountRoutes } from './modules/account/routes.js';
+import { registerContentRoutes } from './modules/content/routes.js';
 import { registerHealthRoutes } from './modules/health/routes.js';
 import { registerWorkspaceRoutes } from './modules/workspaces/routes.js';
 
@@ -23,6 +26,7 @@ export interface AppServices {
   mailer: Mailer;
   lockout: SignInLockout;
   cache: AccessCache;
+  jobs: JobQueue;
 }
 
 export type App = FastifyInstance & { services: AppServices };
@@ -93,18 +97,28 @@ export async function buildApp(options: BuildOptions): Promise<App> {
     mailer,
     lockout: new SignInLockout(database.db),
     cache: new AccessCache(config.authCacheMs),
+    jobs: new JobQueue({
+      database,
+      catalog: jobCatalog,
+      log: app.log,
+      workers: config.workers,
+      pollingSeconds: config.jobPollSeconds,
+    }),
   };
+  await services.jobs.start();
+  app.addHook('onClose', async () => services.jobs.stop());
   app.decorate('services', services);
 
   registerRateLimits(app, { db: database.db, factor: config.rateLimitFactor });
   await registerOriginPolicy(app, { baseUrl: config.baseUrl, appUrl: config.appUrl });
-  registerGuard(app, { db: database.db, auth, cache: services.cache });
+  registerGuard(app, { db: database.db, jobs: services.jobs, auth, cache: services.cache });
   await registerOpenApi(app, { baseUrl: config.baseUrl });
 
   registerHealthRoutes(app, services);
   registerAuthRoutes(app, services);
   registerAccountRoutes(app, services);
   registerWorkspaceRoutes(app, services);
+  registerContentRoutes(app, services);
 
   app.addHook('onClose', async () => mailer.close());
   return app as unknown as App;

@@ -38,6 +38,10 @@ const envSchema = z.object({
   RATE_LIMIT_FACTOR: z.coerce.number().int().min(1).default(1),
   /** How long a process may reuse a session or membership it has read (seconds). */
   AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
+  /** Concurrent job workers per job type in this process; 0 makes an API-only process. */
+  WORKERS: z.coerce.number().int().min(0).max(64).default(2),
+  /** How often an idle worker looks for new jobs (seconds; pg-boss's minimum is 0.5). */
+  JOB_POLL_SECONDS: z.coerce.number().min(0.5).max(60).default(0.5),
 });
 
 export type Config = {
@@ -54,6 +58,8 @@ export type Config = {
   logLevel: string;
   rateLimitFactor: number;
   authCacheMs: number;
+  workers: number;
+  jobPollSeconds: number;
 };
 
 export class ConfigError extends Error {}
@@ -85,5 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     rateLimitFactor: e.RATE_LIMIT_FACTOR,
     authCacheMs: e.AUTH_CACHE_SECONDS * 1000,
+    workers: e.WORKERS,
+    jobPollSeconds: e.JOB_POLL_SECONDS,
   };
 }

@@ -169,3 +169,23 @@ export async function workspaceWithRoles(app: App) {
     outsider: outsider.client,
   };
 }
+
+/**
+ * Polls `check` until it returns something other than undefined/false (jobs run in the background), or fails
+ * with the last value seen after `timeoutMs`.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, label = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+      last = value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`${label} not reached within ${timeoutMs} ms (last: ${String(last)})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

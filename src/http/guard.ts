@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { SESSION_COOKIE, type Auth } from '../auth/auth.js';
 import type { Db } from '../db/client.js';
 import { organizationMembers, workspaceMembers, workspaces, type WorkspaceRole } from '../db/schema/index.js';
+import type { JobSender } from '../jobs/queue.js';
 import { errors } from './errors.js';
 
 /** Who may call a route: nobody in particular, any signed-in user, or a member of the `x-workspace-id` workspace. */
@@ -31,6 +32,8 @@ export interface WorkspaceContext {
   userId: string;
   role: WorkspaceRole;
   log: FastifyBaseLogger;
+  /** Sends jobs inside the service's transaction. */
+  jobs: JobSender;
 }
 
 declare module 'fastify' {
@@ -149,6 +152,7 @@ export async function findMembership(db: Db, userId: string, workspaceId: string
 
 export interface GuardDeps {
   db: Db;
+  jobs: JobSender;
   auth: Auth;
   cache: AccessCache;
 }
@@ -201,6 +205,7 @@ async function resolveWorkspace(deps: GuardDeps, request: FastifyRequest, userId
     userId,
     role: membership.role,
     log: request.log,
+    jobs: deps.jobs,
   };
 }
 

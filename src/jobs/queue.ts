@@ -1,0 +1,183 @@
+// The job queue: pg-boss on the service's own database (PGlite or PostgreSQL), jobs sent inside the caller's
+// transaction, handlers from one catalog. See docs/jobs.md.
+import type { FastifyBaseLogger } from 'fastify';
+import PgBoss from 'pg-boss';
+import { type SQL, sql } from 'drizzle-orm';
+import type { z } from 'zod';
+import { type Database, type Db, queryRows, type Tx } from '../db/client.js';
+
+/** Where a job that has used up its retries is copied, to be inspected (and retried by hand) later. */
+export const DEAD_LETTER_QUEUE = 'dead-letter';
+
+export interface JobContext {
+  db: Db;
+  log: FastifyBaseLogger;
+  jobs: JobSender;
+  jobId: string;
+  /** True on the last attempt the retry policy allows: the handler's chance to record a lasting failure. */
+  finalAttempt: boolean;
+}
+
+export interface JobDefinition<P> {
+  /** The pg-boss queue name: letters, digits, `-` and `_`. */
+  name: string;
+  payload: z.ZodType<P>;
+  /** Attempts after the first, and the base delay that doubles with each one (pg-boss adds jitter). */
+  retry: { limit: number; delaySeconds: number };
+  /** How long one attempt may run before it counts as failed. */
+  timeoutSeconds: number;
+  /**
+   * Jobs with the same key are not queued twice: a send while one with the key is still waiting is dropped
+   * (pg-boss `stately` policy: at most one queued and one running per key).
+   */
+  singletonKey?: (payload: P) => string;
+  handle(payload: P, context: JobContext): Promise<void>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a catalog holds definitions of many payload types
+export type AnyJob = JobDefinition<any>;
+
+export function defineJob<P>(definition: JobDefinition<P>): JobDefinition<P> {
+  return definition;
+}
+
+export interface JobSender {
+  /** Stores the job in `tx`: it exists if and only if that transaction commits. */
+  send<P>(tx: Tx, job: JobDefinition<P>, payload: P): Promise<void>;
+}
+
+export interface QueueOptions {
+  database: Database;
+  catalog: readonly AnyJob[];
+  log: FastifyBaseLogger;
+  /** Concurrent workers per job type in this process; 0 runs no handlers (an API-only process). */
+  workers: number;
+  pollingSeconds?: number;
+}
+
+export class JobQueue implements JobSender {
+  private readonly boss: PgBoss;
+  private readonly byName: Map<string, AnyJob>;
+  private started = false;
+
+  constructor(private readonly options: QueueOptions) {
+    this.byName = new Map(options.catalog.map((job) => [job.name, job]));
+    this.boss = new PgBoss({
+      db: databaseExecutor(options.database),
+      // Archive and delete on pg-boss's own schedule; the service only reads live jobs.
+      supervise: true,
+      schedule: false,
+      migrate: true,
+    });
+    this.boss.on('error', (error) => options.log.error({ err: error }, 'job queue error'));
+  }
+
+  async start(): Promise<void> {
+    await this.boss.start();
+    this.started = true;
+    await this.boss.createQueue(DEAD_LETTER_QUEUE, { name: DEAD_LETTER_QUEUE, policy: 'standard', retentionMinutes: 60 * 24 * 30 });
+    for (const job of this.options.catalog) {
+      const queue: PgBoss.Queue = {
+        name: job.name,
+        policy: job.singletonKey ? 'stately' : 'standard',
+        retryLimit: job.retry.limit,
+        retryDelay: job.retry.delaySeconds,
+        retryBackoff: true,
+        expireInSeconds: job.timeoutSeconds,
+        deadLetter: DEAD_LETTER_QUEUE,
+      };
+      // createQueue leaves an existing queue alone; updateQueue brings its policy up to this catalog.
+      await this.boss.createQueue(job.name, queue);
+      await this.boss.updateQueue(job.name, queue);
+    }
+    for (let i = 0; i < this.options.workers; i++) {
+      for (const job of this.options.catalog) await this.work(job);
+    }
+  }
+
+  async send<P>(tx: Tx, job: JobDefinition<P>, payload: P): Promise<void> {
+    if (!this.byName.has(job.name)) throw new Error(`job ${job.name} is not in the catalog`);
+    const data = job.payload.parse(payload) as object;
+    await this.boss.send(job.name, data, {
+      db: transactionExecutor(tx),
+      ...(job.singletonKey ? { singletonKey: job.singletonKey(payload) } : {}),
+    });
+  }
+
+  /** Jobs of one type by state, for tests, health and the bench. */
+  async countJobs(name: string, states: readonly string[]): Promise<number> {
+    const rows = await queryRows<{ n: number }>(
+      this.options.database.db,
+      sql`select count(*)::int as n from pgboss.job where name = ${name} and state::text in (${sql.join(states.map((s) => sql`${s}`), sql`, `)})`,
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    await this.boss.stop({ graceful: true, wait: true, close: false, timeout: 10_000 });
+  }
+
+  private async work(job: AnyJob): Promise<void> {
+    const { database, log } = this.options;
+    await this.boss.work(
+      job.name,
+      { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: this.options.pollingSeconds ?? 0.5 },
+      async ([item]) => {
+        if (!item) return;
+        const jobLog = log.child({ job: job.name, jobId: item.id, attempt: item.retryCount + 1 });
+        const parsed = job.payload.safeParse(item.data);
+        if (!parsed.success) {
+          // A payload that no longer matches its schema cannot succeed on retry: record it and stop.
+          jobLog.error({ issues: parsed.error.issues }, 'job payload is invalid; dropped');
+          return;
+        }
+        try {
+          await job.handle(parsed.data, {
+            db: database.db,
+            log: jobLog,
+            jobs: this,
+            jobId: item.id,
+            finalAttempt: item.retryCount >= item.retryLimit,
+          });
+        } catch (error) {
+          jobLog.warn({ err: error }, 'job attempt failed');
+          throw error;
+        }
+      },
+    );
+  }
+}
+
+/** pg-boss's own queries on the service's connection: the pool on PostgreSQL, the one PGlite instance otherwise. */
+function databaseExecutor(database: Database): PgBoss.Db {
+  const { pool, pglite } = database;
+  if (pool) {
+    return { executeSql: (text, values) => (values?.length ? pool.query(text, values) : pool.query(text)) };
+  }
+  if (!pglite) throw new Error('database has neither a pool nor a PGlite instance');
+  return {
+    executeSql: async (text, values) => {
+      if (values?.length) return pglite.query(text, values);
+      // pg-boss sends its schema changes as parameterless multi-statement scripts, which only exec() accepts.
+      const results = await pglite.exec(text);
+      return { rows: results.at(-1)?.rows ?? [] };
+    },
+  };
+}
+
+/** pg-boss's statements (`$1`-style placeholders) run through a Drizzle transaction, so they commit with it. */
+function transactionExecutor(tx: Tx): PgBoss.Db {
+  return { executeSql: async (text, values) => ({ rows: await queryRows(tx, toDrizzleSql(text, values ?? [])) }) };
+}
+
+function toDrizzleSql(text: string, values: unknown[]): SQL {
+  const parts = text.split(/\$(\d+)/);
+  const chunks: SQL[] = [];
+  parts.forEach((part, i) => {
+    // Drizzle drops undefined parameters; pg-boss means NULL by them.
+    chunks.push(i % 2 === 0 ? sql.raw(part) : sql`${values[Number(part) - 1] ?? null}`);
+  });
+  return sql.join(chunks);
+}
