@@ -97,10 +97,10 @@ interface Proc {
   exited: Promise<Exit>;
 }
 
-function launch(env: Record<string, string>): Proc {
+function launch(env: Record<string, string>, script = 'src/main.ts'): Proc {
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_VARIABLES) delete inherited[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -234,9 +234,10 @@ async function call(
   server: { url: string },
   method: string,
   path: string,
-  options: { ip?: string; body?: unknown; cookie?: string } = {},
+  options: { ip?: string; body?: unknown; cookie?: string; workspace?: string } = {},
 ): Promise<Res> {
   const headers: Record<string, string> = {};
+  if (options.workspace) headers['x-workspace-id'] = options.workspace;
   if (options.ip) headers['x-forwarded-for'] = options.ip;
   if (options.cookie) headers.cookie = `${SESSION_COOKIE}=${options.cookie}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -521,4 +522,77 @@ describe.skipIf(!process.env.DATABASE_URL)('several processes on one PostgreSQL 
     const elsewhere = await call(d, 'POST', '/api/auth/sign-in/email', { ip: randomIp(), body: { email, password: PASSWORD } });
     expect(elsewhere.status).toBe(200);
   });
+});
+
+/** A user, signed up through the API, and a draft article in their workspace. */
+async function authorWithDraft(server: Server, title: string) {
+  const ip = randomIp();
+  const signUp = await call(server, 'POST', '/api/auth/sign-up/email', { ip, body: signUpBody() });
+  const cookie = sessionCookie(signUp);
+  const me = await call(server, 'GET', '/api/me', { ip, cookie });
+  const workspace = me.body.organizations[0].workspaces[0].id as string;
+  const article = await call(server, 'POST', '/api/content/articles', { ip, cookie, workspace, body: { title, body: `All about ${title}.` } });
+  if (article.status !== 201) throw new Error(`article: ${article.status} ${JSON.stringify(article.body)}`);
+  return { ip, cookie, workspace, articleId: article.body.id as string };
+}
+
+async function waitForIndexed(server: Server, author: Awaited<ReturnType<typeof authorWithDraft>>, word: string) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const hits = await call(server, 'GET', `/api/content/search?q=${word}`, author);
+    if (hits.status === 200 && hits.body.total === 1) return hits.body.items[0];
+    if (Date.now() > deadline) throw new Error(`not indexed: ${JSON.stringify(hits.body)}; output:\n${server.output()}`);
+    await sleep(200);
+  }
+}
+
+describe.concurrent('jobs across process boundaries', () => {
+  it('a job committed just before the process is killed (SIGKILL) runs after the restart', { timeout: 120_000 }, async ({ expect }) => {
+    const dataDir = tempDir();
+    // No workers: the indexing job can only be in the database when the process dies.
+    const first = await startServer({ DATA_DIR: dataDir, TRUST_PROXY: '1', WORKERS: '0' });
+    const author = await authorWithDraft(first, 'Quetzal migration');
+    const published = await call(first, 'PATCH', `/api/content/articles/${author.articleId}/status`, { ...author, body: { status: 'published' } });
+    expect(published.status).toBe(200);
+    expect(published.body.indexStatus).toBe('pending');
+    expect(await first.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+
+    const second = await startServer({ DATA_DIR: dataDir, TRUST_PROXY: '1' });
+    try {
+      const hit = await waitForIndexed(second, author, 'quetzal');
+      expect(hit).toMatchObject({ documentType: 'article', documentId: author.articleId });
+      const article = await call(second, 'GET', `/api/content/articles/${author.articleId}`, author);
+      expect(article.body).toMatchObject({ status: 'published', indexStatus: 'indexed' });
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it.skipIf(!process.env.DATABASE_URL)(
+    'an API-only process (WORKERS=0) and a worker process (npm run worker) on one PostgreSQL: the worker runs what the API sends, also after a SIGKILL of the API',
+    { timeout: 120_000 },
+    async ({ expect }) => {
+      const scratch = await createScratchDatabase(process.env.DATABASE_URL!);
+      const env = { DATABASE_URL: scratch.url, AUTH_SECRET: randomBytes(32).toString('hex'), TRUST_PROXY: '1', WORKERS: '0' };
+      const api = await startServer(env);
+      const worker = launch({ ...env, WORKERS: '1' }, 'src/worker.ts');
+      try {
+        const author = await authorWithDraft(api, 'Okapi sightings');
+        const published = await call(api, 'PATCH', `/api/content/articles/${author.articleId}/status`, { ...author, body: { status: 'published' } });
+        expect(published.status).toBe(200);
+        expect(await api.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+        // The worker indexes it with no API process alive; a new API process then finds it.
+        const again = await startServer({ ...env });
+        try {
+          expect(await waitForIndexed(again, author, 'okapi')).toMatchObject({ documentId: author.articleId });
+        } finally {
+          await again.stop();
+        }
+      } finally {
+        worker.child.kill('SIGTERM');
+        expect(await waitForExit(worker, STOP_TIMEOUT_MS)).toEqual({ code: 0, signal: null });
+        await scratch.drop();
+      }
+    },
+  );
 });

@@ -3,8 +3,15 @@
 import type { FastifyBaseLogger } from 'fastify';
 import PgBoss from 'pg-boss';
 import { type SQL, sql } from 'drizzle-orm';
+import type pg from 'pg';
 import type { z } from 'zod';
 import { type Database, type Db, queryRows, type Tx } from '../db/client.js';
+
+/**
+ * Sent (with the queue's name) in the transaction of every job, so PostgreSQL delivers it on commit: idle workers
+ * of that queue, in any process, fetch at once instead of at their next poll.
+ */
+const WAKE_CHANNEL = 'commops_jobs';
 
 /** Where a job that has used up its retries is copied, to be inspected (and retried by hand) later. */
 export const DEAD_LETTER_QUEUE = 'dead-letter';
@@ -58,6 +65,8 @@ export interface QueueOptions {
 export class JobQueue implements JobSender {
   private readonly boss: PgBoss;
   private readonly byName: Map<string, AnyJob>;
+  private readonly workerIds = new Map<string, string[]>();
+  private unlisten: (() => Promise<void>) | undefined;
   private started = false;
 
   constructor(private readonly options: QueueOptions) {
@@ -93,6 +102,7 @@ export class JobQueue implements JobSender {
     for (let i = 0; i < this.options.workers; i++) {
       for (const job of this.options.catalog) await this.work(job);
     }
+    if (this.options.workers > 0) this.unlisten = await listen(this.options.database, WAKE_CHANNEL, (name) => this.wake(name));
   }
 
   async send<P>(tx: Tx, job: JobDefinition<P>, payload: P): Promise<void> {
@@ -102,6 +112,7 @@ export class JobQueue implements JobSender {
       db: transactionExecutor(tx),
       ...(job.singletonKey ? { singletonKey: job.singletonKey(payload) } : {}),
     });
+    await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${job.name})`);
   }
 
   /** Jobs of one type by state, for tests, health and the bench. */
@@ -116,12 +127,18 @@ export class JobQueue implements JobSender {
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    await this.unlisten?.().catch(() => {});
     await this.boss.stop({ graceful: true, wait: true, close: false, timeout: 10_000 });
+  }
+
+  private wake(name: string): void {
+    const boss = this.boss as unknown as { notifyWorker(id: string): void };
+    for (const id of this.workerIds.get(name) ?? []) boss.notifyWorker(id);
   }
 
   private async work(job: AnyJob): Promise<void> {
     const { database, log } = this.options;
-    await this.boss.work(
+    const id = await this.boss.work(
       job.name,
       { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: this.options.pollingSeconds ?? 0.5 },
       async ([item]) => {
@@ -147,7 +164,37 @@ export class JobQueue implements JobSender {
         }
       },
     );
+    this.workerIds.set(job.name, [...(this.workerIds.get(job.name) ?? []), id]);
   }
+}
+
+/** LISTEN on a dedicated connection (PostgreSQL) or the PGlite instance; resolves to the matching UNLISTEN. */
+async function listen(database: Database, channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+  if (database.pglite) return database.pglite.listen(channel, onPayload);
+  const pool = database.pool!;
+  let client: pg.PoolClient | undefined;
+  let closed = false;
+  const connect = async (): Promise<void> => {
+    try {
+      client = await pool.connect();
+      client.on('notification', (message) => message.payload && onPayload(message.payload));
+      client.on('error', () => reconnect());
+      await client.query(`listen ${channel}`);
+    } catch {
+      reconnect();
+    }
+  };
+  // A lost listening connection only costs latency (workers still poll); it is replaced after a second.
+  const reconnect = () => {
+    client?.release(true);
+    client = undefined;
+    if (!closed) setTimeout(() => void connect(), 1000).unref();
+  };
+  await connect();
+  return async () => {
+    closed = true;
+    client?.release(true);
+  };
 }
 
 /** pg-boss's own queries on the service's connection: the pool on PostgreSQL, the one PGlite instance otherwise. */
