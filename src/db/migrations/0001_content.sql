@@ -51,7 +51,7 @@ CREATE TABLE "content_search_chunks" (
 	"visibility" text NOT NULL,
 	"url" text,
 	"language" "regconfig" NOT NULL,
-	"search_vector" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector(language, title), 'A') || setweight(to_tsvector(language, coalesce(heading, '')), 'B') || setweight(to_tsvector(language, content), 'C')) STORED NOT NULL,
+	"search_vector" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector(language, title), 'A') || setweight(to_tsvector(language, regexp_replace(coalesce(heading, ''), '^.*› ', '')), 'B') || setweight(to_tsvector(language, content), 'C')) STORED NOT NULL,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "content_search_chunks_workspace_id_document_type_document_id_position_pk" PRIMARY KEY("workspace_id","document_type","document_id","position")
 );

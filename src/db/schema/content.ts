@@ -156,7 +156,8 @@ export const sourceItems = pgTable(
 
 /**
  * The search index: chunks of published articles and live source items. `search_vector` is generated from the
- * chunk's own language, so the query side only needs the workspace's current language.
+ * chunk's own language, so the query side only needs the workspace's current language. It weighs the document
+ * title (A), the chunk's own heading, the last part of its heading path (B), and the passage (C).
  */
 export const searchChunks = pgTable(
   'content_search_chunks',
@@ -174,7 +175,7 @@ export const searchChunks = pgTable(
     searchVector: tsvector('search_vector')
       .notNull()
       .generatedAlwaysAs(
-        sql`setweight(to_tsvector(language, title), 'A') || setweight(to_tsvector(language, coalesce(heading, '')), 'B') || setweight(to_tsvector(language, content), 'C')`,
+        sql`setweight(to_tsvector(language, title), 'A') || setweight(to_tsvector(language, regexp_replace(coalesce(heading, ''), '^.*› ', '')), 'B') || setweight(to_tsvector(language, content), 'C')`,
       ),
     createdAt: timestamps.createdAt,
   },
