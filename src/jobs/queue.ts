@@ -62,6 +62,11 @@ export interface QueueOptions {
   pollingSeconds?: number;
 }
 
+/** Public in pg-boss 10 (promoted from its manager) but missing from its type declarations. */
+interface BossInternals {
+  notifyWorker(workerId: string): void;
+}
+
 export class JobQueue implements JobSender {
   private readonly boss: PgBoss;
   private readonly byName: Map<string, AnyJob>;
@@ -132,13 +137,14 @@ export class JobQueue implements JobSender {
   }
 
   private wake(name: string): void {
-    const boss = this.boss as unknown as { notifyWorker(id: string): void };
+    const boss = this.boss as unknown as BossInternals;
     for (const id of this.workerIds.get(name) ?? []) boss.notifyWorker(id);
   }
 
   private async work(job: AnyJob): Promise<void> {
     const { database, log } = this.options;
-    const id = await this.boss.work(
+    let id: string | undefined;
+    id = await this.boss.work(
       job.name,
       { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: this.options.pollingSeconds ?? 0.5 },
       async ([item]) => {
@@ -161,6 +167,10 @@ export class JobQueue implements JobSender {
         } catch (error) {
           jobLog.warn({ err: error }, 'job attempt failed');
           throw error;
+        } finally {
+          // pg-boss sleeps a polling interval after every fetch unless notified: a worker that just ran a job
+          // looks for the next one at once, and only an empty fetch waits.
+          if (id) (this.boss as unknown as BossInternals).notifyWorker(id);
         }
       },
     );
