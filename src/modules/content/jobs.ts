@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DOCUMENT_TYPES } from '../../db/schema/index.js';
 import { defineJob, type JobContext } from '../../jobs/queue.js';
 import { type DocumentRef, indexableDocuments, markIndexFailed, reconcileDocument } from './index/indexer.js';
+import { syncSourceJob } from './sources/jobs.js';
 
 const documentRef = z.object({
   workspaceId: z.uuid(),
@@ -52,4 +53,4 @@ export const reindexWorkspace = defineJob<{ workspaceId: string }>({
   },
 });
 
-export const contentJobs = [indexDocument, unindexDocument, reindexWorkspace];
+export const contentJobs = [indexDocument, unindexDocument, reindexWorkspace, syncSourceJob];
