@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import PgBoss from 'pg-boss';
 import { type SQL, sql } from 'drizzle-orm';
-import type pg from 'pg';
+import pg from 'pg';
 import type { z } from 'zod';
 import { type Database, type Db, queryRows, type Tx } from '../db/client.js';
 
@@ -181,29 +181,34 @@ export class JobQueue implements JobSender {
 /** LISTEN on a dedicated connection (PostgreSQL) or the PGlite instance; resolves to the matching UNLISTEN. */
 async function listen(database: Database, channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
   if (database.pglite) return database.pglite.listen(channel, onPayload);
-  const pool = database.pool!;
-  let client: pg.PoolClient | undefined;
+  // Its own connection, outside the pool: a LISTEN session is held for the life of the process, and a pool
+  // with a client checked out forever could not be ended.
+  const options = database.pool!.options;
+  let client: pg.Client | undefined;
   let closed = false;
   const connect = async (): Promise<void> => {
+    const next = new pg.Client(options);
+    client = next;
+    next.on('notification', (message) => message.payload && onPayload(message.payload));
+    next.on('error', () => reconnect(next));
     try {
-      client = await pool.connect();
-      client.on('notification', (message) => message.payload && onPayload(message.payload));
-      client.on('error', () => reconnect());
-      await client.query(`listen ${channel}`);
+      await next.connect();
+      await next.query(`listen ${channel}`);
     } catch {
-      reconnect();
+      reconnect(next);
     }
   };
   // A lost listening connection only costs latency (workers still poll); it is replaced after a second.
-  const reconnect = () => {
-    client?.release(true);
+  const reconnect = (failed: pg.Client) => {
+    if (client !== failed) return;
     client = undefined;
+    void failed.end().catch(() => {});
     if (!closed) setTimeout(() => void connect(), 1000).unref();
   };
   await connect();
   return async () => {
     closed = true;
-    client?.release(true);
+    await client?.end().catch(() => {});
   };
 }
 

@@ -1,7 +1,7 @@
 // Keeps the search index in step with the documents. Adding to the index goes through the queue (`reconcile`);
 // anything that narrows what may be found (unpublish, delete, public → internal) is also applied at once, inside
 // the write's own transaction, so a draft or a deleted item is never served while its removal job waits.
-import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../../db/client.js';
 import {
   articles,
@@ -114,20 +114,29 @@ async function lockIndexable(tx: Tx, ref: DocumentRef): Promise<IndexableDocumen
       .from(articles)
       .where(and(eq(articles.workspaceId, ref.workspaceId), eq(articles.id, ref.documentId)))
       .for('update');
-    if (!article || article.status !== 'published') return undefined;
+    if (article?.status !== 'published') return undefined;
     const text = [article.description, article.body].filter(Boolean).join('\n\n');
     return { title: article.title, text, visibility: article.visibility, url: null };
   }
-  const [item] = await tx
-    .select({ item: sourceItems, visibility: sources.visibility })
+  // Locks in the order every writer of sources uses (source, then its items): a share lock on the source holds
+  // off a visibility change until these chunks are written, so that change relabels them too.
+  const [owner] = await tx
+    .select({ sourceId: sourceItems.sourceId })
     .from(sourceItems)
-    .innerJoin(sources, and(eq(sources.workspaceId, sourceItems.workspaceId), eq(sources.id, sourceItems.sourceId)))
-    .where(
-      and(eq(sourceItems.workspaceId, ref.workspaceId), eq(sourceItems.id, ref.documentId), isNull(sourceItems.deletedAt)),
-    )
-    .for('update', { of: sourceItems });
-  if (!item) return undefined;
-  return { title: item.item.title, text: item.item.content, visibility: item.visibility, url: item.item.url };
+    .where(and(eq(sourceItems.workspaceId, ref.workspaceId), eq(sourceItems.id, ref.documentId)));
+  if (!owner) return undefined;
+  const [source] = await tx
+    .select({ visibility: sources.visibility })
+    .from(sources)
+    .where(and(eq(sources.workspaceId, ref.workspaceId), eq(sources.id, owner.sourceId)))
+    .for('share');
+  const [item] = await tx
+    .select()
+    .from(sourceItems)
+    .where(and(eq(sourceItems.workspaceId, ref.workspaceId), eq(sourceItems.id, ref.documentId)))
+    .for('update');
+  if (!source || !item || item.deletedAt) return undefined;
+  return { title: item.title, text: item.content, visibility: source.visibility, url: item.url };
 }
 
 type IndexState = { indexStatus: 'indexed' | 'removed' | 'failed'; indexedAt?: Date; indexError: string | null };

@@ -1,5 +1,7 @@
 // Full-text search over the knowledge base: published articles and live source items, ranked per document by
-// their best-matching chunk.
+// their best-matching chunk (ts_rank with the title/heading/passage weights and no length normalisation, so the
+// chunk that matches in its text beats a short one that only shares the title; ts_rank_cd's proximity measure cost
+// half as much again on queries matching most of a large index, and "quoted phrases" already ask for adjacency).
 import { sql } from 'drizzle-orm';
 import { queryRows, type Tx } from '../../../db/client.js';
 import { contentSettings as settingsTable } from '../../../db/schema/index.js';
@@ -36,14 +38,15 @@ export async function search(ctx: WorkspaceContext, query: SearchQuery): Promise
   ];
   // Rank every matching chunk, keep each document's best, page through documents; the snippet is only built for
   // the page (ts_headline re-parses the text, the costly part).
+  // Rank every matching chunk and keep each document's best, carrying only keys through the sort; then read
+  // the page's chunks and build their snippets (ts_headline re-parses the text, the costly part) for the page only.
   const rows = await queryRows<HitRow>(
     ctx.db,
     sql`
       with query as (select websearch_to_tsquery(${language}::regconfig, ${query.q}) as q),
       best as (
         select distinct on (c.document_type, c.document_id)
-          c.document_type, c.document_id, c.position, c.title, c.heading, c.content, c.url, c.visibility, c.language,
-          ts_rank_cd(c.search_vector, query.q, 1) as score
+          c.document_type, c.document_id, c.position, ts_rank(c.search_vector, query.q) as score
         from content_search_chunks c, query
         where c.workspace_id = ${ctx.workspaceId} and c.search_vector @@ query.q ${sql.join(filters, sql` `)}
         order by c.document_type, c.document_id, score desc, c.position
@@ -53,10 +56,13 @@ export async function search(ctx: WorkspaceContext, query: SearchQuery): Promise
         order by score desc, document_id
         limit ${query.limit} offset ${query.offset}
       )
-      select page.document_type, page.document_id, page.title, page.heading, page.url, page.visibility, page.score,
-        page.total::int as total, i.source_id,
-        ts_headline(page.language, page.content, query.q, ${HEADLINE_OPTIONS}) as snippet
+      select page.document_type, page.document_id, page.score, page.total::int as total,
+        c.title, c.heading, c.url, c.visibility, i.source_id,
+        ts_headline(c.language, c.content, query.q, ${HEADLINE_OPTIONS}) as snippet
       from page cross join query
+      join content_search_chunks c
+        on c.workspace_id = ${ctx.workspaceId} and c.document_type = page.document_type
+        and c.document_id = page.document_id and c.position = page.position
       left join content_source_items i
         on page.document_type = 'source_item' and i.workspace_id = ${ctx.workspaceId} and i.id = page.document_id
       order by page.score desc, page.document_id`,
