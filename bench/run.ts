@@ -13,6 +13,8 @@
 // 4. Loads each in turn with autocannon (20 connections, a 2 s warm-up, then BENCH_SECONDS, default 10) and prints
 //    req/s, p50 and p99 latency, non-2xx counts and the ratio API/ceiling (the target is at least 15%). The figures
 //    also go to bench/results/latest-<pglite|postgres>.json.
+// 5. The knowledge base (bench/content.ts; BENCH_CONTENT=0 skips it): publish-to-searchable latency, then
+//    BENCH_ARTICLES (10,000) published articles seeded through the API and searched.
 // BENCH_CPU_PROF=1 runs the API server with --cpu-prof; the profile lands in bench/results/profiles/.
 // Every child process is stopped at the end, on error too.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -23,6 +25,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { benchContent, printContentFigures } from './content.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
@@ -289,12 +292,15 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   await ceiling.stop();
   const apiFigures = await load('GET /api/members', `${api.url}/api/members`, seed.headers);
   await settle();
+  const content = process.env.BENCH_CONTENT === '0' ? undefined : await benchContent(api.url, seed.headers);
+  await settle();
   await api.stop();
 
   printTable([ceilingFigures, apiFigures]);
   const ratio = apiFigures.reqPerSec / ceilingFigures.reqPerSec;
   const verdict = ratio >= TARGET ? 'meets' : 'BELOW';
   console.log(`\nratio: ${(ratio * 100).toFixed(1)}% (${verdict} the ${TARGET * 100}% target)`);
+  if (content) printContentFigures(content);
 
   const file = join(resultsDir, `latest-${database.kind}.json`);
   mkdirSync(resultsDir, { recursive: true });
@@ -312,6 +318,7 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
     api: apiFigures,
     ratio,
     target: TARGET,
+    content,
   };
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`figures written to ${file}`);
