@@ -10,7 +10,7 @@ import { errors, sendError } from './http/errors.js';
 import { AccessCache, registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerRateLimits } from './http/rate-limit.js';
-import { jobCatalog } from './jobs/catalog.js';
+import { closeJobServices, createJobServices, jobCatalog } from './jobs/catalog.js';
 import { JobQueue } from './jobs/queue.js';
 import { registerOriginPolicy } from './http/security.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
@@ -81,7 +81,16 @@ export async function buildApp(options: BuildOptions): Promise<App> {
     reply.header('x-request-id', request.id);
   });
 
-  const mailer = createMailer({ db: database.db, smtpUrl: config.smtpUrl, from: config.mailFrom, log: app.log });
+  const jobServices = createJobServices(config);
+  const jobs = new JobQueue({
+    database,
+    catalog: jobCatalog,
+    services: jobServices,
+    log: app.log,
+    workers: config.workers,
+    pollingSeconds: config.jobPollSeconds,
+  });
+  const mailer = createMailer({ db: database.db, jobs, smtpConfigured: jobServices.mail !== undefined, log: app.log });
   const auth = createAuth({
     db: database.db,
     secret: options.secret,
@@ -97,16 +106,13 @@ export async function buildApp(options: BuildOptions): Promise<App> {
     mailer,
     lockout: new SignInLockout(database.db),
     cache: new AccessCache(config.authCacheMs),
-    jobs: new JobQueue({
-      database,
-      catalog: jobCatalog,
-      log: app.log,
-      workers: config.workers,
-      pollingSeconds: config.jobPollSeconds,
-    }),
+    jobs,
   };
-  await services.jobs.start();
-  app.addHook('onClose', async () => services.jobs.stop());
+  await jobs.start();
+  app.addHook('onClose', async () => {
+    await jobs.stop();
+    closeJobServices(jobServices);
+  });
   app.decorate('services', services);
 
   registerRateLimits(app, { db: database.db, factor: config.rateLimitFactor });
@@ -120,6 +126,5 @@ export async function buildApp(options: BuildOptions): Promise<App> {
   registerWorkspaceRoutes(app, services);
   registerContentRoutes(app, services);
 
-  app.addHook('onClose', async () => mailer.close());
   return app as unknown as App;
 }

@@ -4,16 +4,18 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/client.js';
 import { DataDirLockedError } from './db/lockfile.js';
-import { jobCatalog } from './jobs/catalog.js';
+import { closeJobServices, createJobServices, jobCatalog } from './jobs/catalog.js';
 import { JobQueue } from './jobs/queue.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = pino({ level: config.logLevel });
   const database = await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir });
+  const services = createJobServices(config);
   const queue = new JobQueue({
     database,
     catalog: jobCatalog,
+    services,
     log,
     workers: Math.max(1, config.workers),
     pollingSeconds: config.jobPollSeconds,
@@ -25,6 +27,7 @@ async function main(): Promise<void> {
     log.info({ signal }, 'worker shutting down: finishing running jobs');
     try {
       await queue.stop();
+      closeJobServices(services);
     } finally {
       await database.close();
       process.exit(0);

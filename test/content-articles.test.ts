@@ -5,7 +5,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../src/db/client.js';
 import { searchChunks } from '../src/db/schema/index.js';
-import { type Client, createTestApp, eventually, type Reply, signUp, type TestApp, workspaceWithRoles } from './helpers.js';
+import { type Client, createTestApp, eventually, signUp, type TestApp, workspaceWithRoles, expectValidation, expectNotFound, expectForbidden, ISO_TIMESTAMP } from './helpers.js';
 
 let t: TestApp;
 let cast: Awaited<ReturnType<typeof workspaceWithRoles>>;
@@ -17,26 +17,9 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 const ARTICLES = '/api/content/articles';
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 let counter = 0;
 /** A title no other test uses, so slugs and title searches do not meet. */
 const uniqueTitle = (label = 'Article') => `${label} ${++counter} ${randomUUID().slice(0, 8)}`;
-
-function expectValidation(res: Reply, path: string) {
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual({ error: expect.any(String), details: expect.any(Array) });
-  expect(res.body.details).toContainEqual({ path, message: expect.any(String) });
-}
-
-function expectNotFound(res: Reply) {
-  expect(res.status).toBe(404);
-  expect(res.body).toEqual({ error: 'Not found' });
-}
-
-function expectForbidden(res: Reply) {
-  expect(res.status).toBe(403);
-  expect(res.body).toEqual({ error: 'Forbidden' });
-}
 
 async function createArticle(client: Client, body: Record<string, unknown> = {}) {
   const res = await client.post(ARTICLES, { title: uniqueTitle(), ...body });
@@ -112,8 +95,8 @@ describe('POST /api/content/articles', () => {
       status: 'draft',
       workspaceId: cast.workspaceId,
       publishedAt: null,
-      createdAt: expect.stringMatching(ISO),
-      updatedAt: expect.stringMatching(ISO),
+      createdAt: expect.stringMatching(ISO_TIMESTAMP),
+      updatedAt: expect.stringMatching(ISO_TIMESTAMP),
       collectionIds: [second, first],
       indexStatus: 'removed',
       indexedAt: null,
@@ -406,7 +389,7 @@ describe('PATCH /api/content/articles/{id}', () => {
       description: 'New desc',
       visibility: 'internal',
       collectionIds: [three, one],
-      updatedAt: expect.stringMatching(ISO),
+      updatedAt: expect.stringMatching(ISO_TIMESTAMP),
     });
     expect(res.body.updatedAt > article.updatedAt).toBe(true);
     expect((await cast.viewer.get(`${ARTICLES}/${article.id}`)).body).toEqual(res.body);
@@ -479,8 +462,8 @@ describe('PATCH /api/content/articles/{id}/status', () => {
     expect(published.body).toEqual({
       ...article,
       status: 'published',
-      publishedAt: expect.stringMatching(ISO),
-      updatedAt: expect.stringMatching(ISO),
+      publishedAt: expect.stringMatching(ISO_TIMESTAMP),
+      updatedAt: expect.stringMatching(ISO_TIMESTAMP),
       indexStatus: 'pending',
     });
     expect(published.body.publishedAt).toBe(published.body.updatedAt);
@@ -488,7 +471,7 @@ describe('PATCH /api/content/articles/{id}/status', () => {
     expect(await jobsFor(article.id)).toEqual(['content-index']);
 
     const indexed = await eventuallyIndexStatus(cast.viewer, article.id, 'indexed');
-    expect(indexed.indexedAt).toMatch(ISO);
+    expect(indexed.indexedAt).toMatch(ISO_TIMESTAMP);
     expect(indexed.publishedAt).toBe(published.body.publishedAt);
     expect((await chunksOf(article.id)).length).toBeGreaterThan(0);
 

@@ -2,7 +2,7 @@
 // counts, read, edit, delete (articles stay, only their links go); roles; and isolation between workspaces.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, createTestApp, type Reply, signUp, type TestApp, workspaceWithRoles } from './helpers.js';
+import { type Client, createTestApp, signUp, type TestApp, workspaceWithRoles, expectValidation, expectNotFound, expectForbidden, ISO_TIMESTAMP } from './helpers.js';
 
 let t: TestApp;
 let cast: Awaited<ReturnType<typeof workspaceWithRoles>>;
@@ -14,25 +14,8 @@ afterAll(async () => t.close());
 
 const COLLECTIONS = '/api/content/collections';
 const ARTICLES = '/api/content/articles';
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 let counter = 0;
 const uniqueName = (label = 'Collection') => `${label} ${++counter} ${randomUUID().slice(0, 8)}`;
-
-function expectValidation(res: Reply, path: string) {
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual({ error: expect.any(String), details: expect.any(Array) });
-  expect(res.body.details).toContainEqual({ path, message: expect.any(String) });
-}
-
-function expectNotFound(res: Reply) {
-  expect(res.status).toBe(404);
-  expect(res.body).toEqual({ error: 'Not found' });
-}
-
-function expectForbidden(res: Reply) {
-  expect(res.status).toBe(403);
-  expect(res.body).toEqual({ error: 'Forbidden' });
-}
 
 async function createCollection(client: Client, body: Record<string, unknown> = {}) {
   const res = await client.post(COLLECTIONS, { name: uniqueName(), ...body });
@@ -57,8 +40,8 @@ describe('POST /api/content/collections', () => {
       slug: 'billing-and-payments',
       description: 'Invoices, refunds',
       articleCount: 0,
-      createdAt: expect.stringMatching(ISO),
-      updatedAt: expect.stringMatching(ISO),
+      createdAt: expect.stringMatching(ISO_TIMESTAMP),
+      updatedAt: expect.stringMatching(ISO_TIMESTAMP),
     });
     const read = await cast.viewer.get(`${COLLECTIONS}/${res.body.id}`);
     expect(read.status).toBe(200);
@@ -176,7 +159,7 @@ describe('PATCH /api/content/collections/{id}', () => {
       ...collection,
       name: 'Delivery',
       description: null,
-      updatedAt: expect.stringMatching(ISO),
+      updatedAt: expect.stringMatching(ISO_TIMESTAMP),
     });
     expect(renamed.body.updatedAt > collection.updatedAt).toBe(true);
     const reslugged = await cast.owner.patch(`${COLLECTIONS}/${collection.id}`, { slug: `delivery-${counter}` });

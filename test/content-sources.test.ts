@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchChunks, sourceItems } from '../src/db/schema/index.js';
-import { type Client, createTestApp, eventually, type Reply, signUp, type TestApp, workspaceWithRoles } from './helpers.js';
+import { type Client, createTestApp, eventually, type Reply, signUp, type TestApp, workspaceWithRoles, expectValidation } from './helpers.js';
 
 let t: TestApp;
 let cast: Awaited<ReturnType<typeof workspaceWithRoles>>;
@@ -19,12 +19,6 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 const SOURCES = '/api/content/sources';
-
-function expectValidation(res: Reply, path: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(400);
-  expect(res.body).toEqual({ error: expect.any(String), details: expect.any(Array) });
-  expect(res.body.details).toContainEqual({ path, message: expect.any(String) });
-}
 
 function expectError(res: Reply, status: number) {
   expect(res.status, JSON.stringify(res.body)).toBe(status);

@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
+import { expect } from 'vitest';
 import { type App, buildApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
@@ -188,4 +189,25 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     if (Date.now() > deadline) throw new Error(`${label} not reached within ${timeoutMs} ms (last: ${String(last)})`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** An ISO 8601 UTC timestamp with milliseconds, as every record carries. */
+export const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A 400 validation error with a detail for `path`. */
+export function expectValidation(res: Reply, path: string): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(400);
+  expect(res.body).toEqual({ error: expect.any(String), details: expect.any(Array) });
+  expect(res.body.details).toContainEqual({ path, message: expect.any(String) });
+}
+
+/** A 404: by default exactly as for an id that never existed. */
+export function expectNotFound(res: Reply, error: unknown = 'Not found'): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(404);
+  expect(res.body).toEqual({ error });
+}
+
+export function expectForbidden(res: Reply): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(403);
+  expect(res.body).toEqual({ error: 'Forbidden' });
 }

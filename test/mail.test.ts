@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mailOutbox } from '../src/db/schema/index.js';
-import { Client, createTestApp, signUp, type TestApp } from './helpers.js';
+import { Client, createTestApp, eventually, signUp, type TestApp } from './helpers.js';
 
 type Received = { from: string; to: string[]; data: string };
 
@@ -47,12 +47,13 @@ describe('mail over SMTP', () => {
     const { user } = await signUp(t.app);
     const res = await new Client(t.app).post('/api/auth/forget-password', { email: user.email });
     expect(res.status).toBe(200);
-    await t.app.services.mailer.idle();
-    const mail = smtp.received.find((m) => m.to.includes(user.email));
-    expect(mail).toBeDefined();
+    const mail = await eventually(async () => smtp.received.find((m) => m.to.includes(user.email)), 10_000, 'mail received');
     expect(mail!.from).toBe('no-reply@example.test');
     expect(mail!.data.replace(/=\r?\n/g, '')).toMatch(/http:\/\/app\.test\/reset-password\?token=/);
-    const [row] = await t.app.services.database.db.select().from(mailOutbox).where(eq(mailOutbox.to, user.email));
+    const row = await eventually(async () => {
+      const [found] = await t.app.services.database.db.select().from(mailOutbox).where(eq(mailOutbox.to, user.email));
+      return found?.status === 'sent' && found;
+    });
     expect(row).toMatchObject({ status: 'sent', attempts: 1, lastError: null });
   });
 
@@ -60,8 +61,7 @@ describe('mail over SMTP', () => {
     const { client } = await signUp(t.app);
     const email = `invitee-${Date.now()}@example.test`;
     expect((await client.post('/api/invitations', { email, role: 'agent' })).status).toBe(201);
-    await t.app.services.mailer.idle();
-    const mail = smtp.received.find((m) => m.to.includes(email));
+    const mail = await eventually(async () => smtp.received.find((m) => m.to.includes(email)), 10_000, 'mail received');
     expect(mail!.data.replace(/=\r?\n/g, '')).toMatch(/http:\/\/app\.test\/invite\?token=/);
   });
 });

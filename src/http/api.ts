@@ -6,3 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 export type Api = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
 
 export const iso = (date: Date | string): string => (typeof date === 'string' ? new Date(date) : date).toISOString();
+
+/** Route `config` for reads open to every role of the workspace, and for writes that need Admin or Org Owner. */
+export const anyRole = { access: 'workspace' as const };
+export const adminOnly = { access: 'workspace' as const, minRole: 'admin' as const };

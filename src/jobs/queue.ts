@@ -6,6 +6,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import pg from 'pg';
 import type { z } from 'zod';
 import { type Database, type Db, queryRows, type Tx } from '../db/client.js';
+import type { MailTransport } from '../mail/mailer.js';
 
 /**
  * Sent (with the queue's name) in the transaction of every job, so PostgreSQL delivers it on commit: idle workers
@@ -16,8 +17,14 @@ const WAKE_CHANNEL = 'commops_jobs';
 /** Where a job that has used up its retries is copied, to be inspected (and retried by hand) later. */
 export const DEAD_LETTER_QUEUE = 'dead-letter';
 
+/** Clients that handlers talk to, built from the process's configuration (absent when not configured). */
+export interface JobServices {
+  mail?: MailTransport;
+}
+
 export interface JobContext {
   db: Db;
+  services: JobServices;
   log: FastifyBaseLogger;
   jobs: JobSender;
   jobId: string;
@@ -59,8 +66,21 @@ export interface QueueOptions {
   log: FastifyBaseLogger;
   /** Concurrent workers per job type in this process; 0 runs no handlers (an API-only process). */
   workers: number;
+  services?: JobServices;
   pollingSeconds?: number;
 }
+
+/**
+ * pg-boss 10 fetches the next job by sorting every waiting job of the queue (57 ms per fetch with 6,700 waiting,
+ * measured); this partial index in its fetch order makes each fetch a single index probe. Created (once, under an
+ * advisory lock so that processes starting together do not race) on the partitioned table, so every queue's
+ * partition gets it.
+ */
+const FETCH_ORDER_INDEX = `
+  begin;
+  select pg_advisory_xact_lock(724120002);
+  create index if not exists job_fetch_order_idx on pgboss.job (name, priority desc, created_on, id) where state < 'active';
+  commit;`;
 
 /** Public in pg-boss 10 (promoted from its manager) but missing from its type declarations. */
 interface BossInternals {
@@ -89,6 +109,7 @@ export class JobQueue implements JobSender {
   async start(): Promise<void> {
     await this.boss.start();
     this.started = true;
+    await databaseExecutor(this.options.database).executeSql(FETCH_ORDER_INDEX, []);
     await this.boss.createQueue(DEAD_LETTER_QUEUE, { name: DEAD_LETTER_QUEUE, policy: 'standard', retentionMinutes: 60 * 24 * 30 });
     for (const job of this.options.catalog) {
       const queue: PgBoss.Queue = {
@@ -159,6 +180,7 @@ export class JobQueue implements JobSender {
         try {
           await job.handle(parsed.data, {
             db: database.db,
+            services: this.options.services ?? {},
             log: jobLog,
             jobs: this,
             jobId: item.id,

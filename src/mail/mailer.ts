@@ -1,9 +1,12 @@
-import { eq, sql } from 'drizzle-orm';
-import nodemailer from 'nodemailer';
+// Outgoing mail: every message is a row of mail_outbox; with SMTP configured a delivery job is sent in the same
+// transaction, so a message the caller committed is delivered even if this process dies right after.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../db/client.js';
+import nodemailer from 'nodemailer';
+import type { Db, Tx } from '../db/client.js';
 import { mailOutbox } from '../db/schema/index.js';
 import { newId } from '../ids.js';
+import type { JobSender } from '../jobs/queue.js';
+import { deliverMail } from './jobs.js';
 
 export interface MailMessage {
   to: string;
@@ -11,67 +14,36 @@ export interface MailMessage {
   text: string;
 }
 
-export interface Mailer {
-  /** Records the message in the outbox and, with SMTP configured, delivers it in the background. */
-  send(message: MailMessage): Promise<void>;
-  /** Resolves when every delivery started so far has finished (shutdown, tests). */
-  idle(): Promise<void>;
-  close(): Promise<void>;
+/** What delivery jobs send through: nodemailer over `SMTP_URL`, from `MAIL_FROM`. */
+export interface MailTransport {
+  deliver(message: MailMessage): Promise<void>;
+  close(): void;
 }
 
-const DELIVERY_ATTEMPTS = 3;
-
-export function createMailer(options: {
-  db: Db;
-  smtpUrl: string | undefined;
-  from: string;
-  log: FastifyBaseLogger;
-}): Mailer {
-  const { db, log } = options;
-  const transport = options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : undefined;
-  const inFlight = new Set<Promise<void>>();
-
-  async function deliver(id: string, message: MailMessage): Promise<void> {
-    for (let attempt = 1; attempt <= DELIVERY_ATTEMPTS; attempt++) {
-      try {
-        await transport!.sendMail({ from: options.from, ...message });
-        await db
-          .update(mailOutbox)
-          .set({ status: 'sent', attempts: attempt, sentAt: new Date(), lastError: null })
-          .where(eq(mailOutbox.id, id));
-        log.info({ mailId: id, to: message.to }, 'mail sent');
-        return;
-      } catch (error) {
-        const lastError = error instanceof Error ? error.message : String(error);
-        log.warn({ mailId: id, attempt, err: lastError }, 'mail delivery failed');
-        const failed = attempt === DELIVERY_ATTEMPTS;
-        await db
-          .update(mailOutbox)
-          .set({ status: failed ? 'failed' : 'pending', attempts: sql`${mailOutbox.attempts} + 1`, lastError })
-          .where(eq(mailOutbox.id, id))
-          .catch(() => {});
-        if (!failed) await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** attempt));
-      }
-    }
-  }
-
+export function createMailTransport(smtpUrl: string, from: string): MailTransport {
+  const transport = nodemailer.createTransport(smtpUrl);
   return {
-    async send(message) {
-      const id = newId();
-      await db.insert(mailOutbox).values({ id, ...message, status: transport ? 'pending' : 'logged' });
-      if (!transport) {
-        log.info({ mailId: id, to: message.to, subject: message.subject, text: message.text }, 'mail logged (no SMTP_URL)');
-        return;
-      }
-      const delivery = deliver(id, message).finally(() => inFlight.delete(delivery));
-      inFlight.add(delivery);
+    deliver: async (message) => {
+      await transport.sendMail({ from, ...message });
     },
-    async idle() {
-      await Promise.allSettled([...inFlight]);
-    },
-    async close() {
-      await Promise.allSettled([...inFlight]);
-      transport?.close();
-    },
+    close: () => transport.close(),
+  };
+}
+
+export interface Mailer {
+  /** Records the message (in `tx` when given, so it exists only if the caller's write commits) and queues delivery. */
+  send(message: MailMessage, tx?: Tx): Promise<void>;
+}
+
+export function createMailer(options: { db: Db; jobs: JobSender; smtpConfigured: boolean; log: FastifyBaseLogger }): Mailer {
+  const { db, jobs, smtpConfigured, log } = options;
+  const record = async (tx: Tx, message: MailMessage) => {
+    const id = newId();
+    await tx.insert(mailOutbox).values({ id, ...message, status: smtpConfigured ? 'pending' : 'logged' });
+    if (smtpConfigured) await jobs.send(tx, deliverMail, { mailId: id });
+    else log.info({ mailId: id, to: message.to, subject: message.subject, text: message.text }, 'mail logged (no SMTP_URL)');
+  };
+  return {
+    send: (message, tx) => (tx ? record(tx, message) : db.transaction((own) => record(own, message))),
   };
 }

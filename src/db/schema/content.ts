@@ -181,6 +181,8 @@ export const searchChunks = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.workspaceId, t.documentType, t.documentId, t.position] }),
-    index('content_search_chunks_vector_idx').using('gin', t.searchVector),
+    // fastupdate off: with GIN's pending list on, every search scanned up to 4 MB of not-yet-merged entries after
+    // a burst of indexing (15 ms for a one-hit query, measured); each chunk insert pays the merge instead.
+    index('content_search_chunks_vector_idx').using('gin', t.searchVector).with({ fastupdate: false }),
   ],
 );

@@ -157,6 +157,9 @@ export async function createInvitation(
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(Date.now() + INVITATION_DAYS * 24 * 60 * 60 * 1000);
   const [workspace] = await ctx.db.select({ name: workspaces.name }).from(workspaces).where(eq(workspaces.id, ctx.workspaceId));
+  const link = new URL('/invite', appUrl);
+  link.searchParams.set('token', token);
+  // The invitation and its e-mail commit together: no link is mailed for an invitation that was not stored.
   const row = await ctx.db.transaction(async (tx) => {
     await tx
       .delete(invitations)
@@ -173,19 +176,20 @@ export async function createInvitation(
         expiresAt,
       })
       .returning();
+    await mailer.send(
+      {
+        to: input.email,
+        subject: `You are invited to the ${workspace?.name ?? ''} workspace`.replace('  ', ' '),
+        text: [
+          `You have been invited to join the workspace "${workspace?.name ?? ''}" as ${input.role}.`,
+          '',
+          `Open this link within ${INVITATION_DAYS} days to accept (create an account with this e-mail address first if you have none):`,
+          link.href,
+        ].join('\n'),
+      },
+      tx,
+    );
     return created!;
-  });
-  const link = new URL('/invite', appUrl);
-  link.searchParams.set('token', token);
-  await mailer.send({
-    to: input.email,
-    subject: `You are invited to the ${workspace?.name ?? ''} workspace`.replace('  ', ' '),
-    text: [
-      `You have been invited to join the workspace "${workspace?.name ?? ''}" as ${input.role}.`,
-      '',
-      `Open this link within ${INVITATION_DAYS} days to accept (create an account with this e-mail address first if you have none):`,
-      link.href,
-    ].join('\n'),
   });
   return invitationRecord(row);
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AppServices } from '../../../app.js';
-import type { Api } from '../../../http/api.js';
+import { adminOnly, anyRole, type Api } from '../../../http/api.js';
 import { errorBody, validationErrorBody } from '../../../http/errors.js';
 import { workspaceContext } from '../../../http/guard.js';
 import {
@@ -13,8 +13,8 @@ import {
 } from './schemas.js';
 import * as collections from './service.js';
 
-const read = { access: 'workspace' as const };
-const manage = { access: 'workspace' as const, minRole: 'admin' as const };
+const read = anyRole;
+const manage = adminOnly;
 const failures = { 400: validationErrorBody, 401: errorBody, 403: errorBody, 404: errorBody, 500: errorBody };
 const tags = ['Collections'];
 

@@ -4,7 +4,7 @@ import type { FastifyRouteSchemaDef, FastifyValidationResult } from 'fastify/typ
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppServices } from '../../../app.js';
-import type { Api } from '../../../http/api.js';
+import { adminOnly, anyRole, type Api } from '../../../http/api.js';
 import { AppError, errorBody, errors, sendError, validationErrorBody } from '../../../http/errors.js';
 import { workspaceContext } from '../../../http/guard.js';
 import {
@@ -28,8 +28,8 @@ import {
 } from './schemas.js';
 import * as contentSources from './service.js';
 
-const read = { access: 'workspace' as const };
-const manage = { access: 'workspace' as const, minRole: 'admin' as const };
+const read = anyRole;
+const manage = adminOnly;
 const failures = { 400: validationErrorBody, 401: errorBody, 403: errorBody, 404: errorBody, 500: errorBody };
 const tags = ['Content sources'];
 const MiB = 1024 * 1024;
