@@ -36,19 +36,19 @@ export async function search(ctx: WorkspaceContext, query: SearchQuery): Promise
     query.visibility ? sql`and c.visibility = ${query.visibility}` : sql``,
     query.documentType ? sql`and c.document_type = ${query.documentType}` : sql``,
   ];
-  // Rank every matching chunk, keep each document's best, page through documents; the snippet is only built for
-  // the page (ts_headline re-parses the text, the costly part).
   // Rank every matching chunk and keep each document's best, carrying only keys through the sort; then read
   // the page's chunks and build their snippets (ts_headline re-parses the text, the costly part) for the page only.
+  // The tsquery is written out where it is used rather than computed once in a CTE: as an expression of the
+  // parameters the planner folds it to a constant and can estimate how many chunks match it.
+  const tsquery = sql`websearch_to_tsquery(${language}::regconfig, ${query.q})`;
   const rows = await queryRows<HitRow>(
     ctx.db,
     sql`
-      with query as (select websearch_to_tsquery(${language}::regconfig, ${query.q}) as q),
-      best as (
+      with best as (
         select distinct on (c.document_type, c.document_id)
-          c.document_type, c.document_id, c.position, ts_rank(c.search_vector, query.q) as score
-        from content_search_chunks c, query
-        where c.workspace_id = ${ctx.workspaceId} and c.search_vector @@ query.q ${sql.join(filters, sql` `)}
+          c.document_type, c.document_id, c.position, ts_rank(c.search_vector, ${tsquery}) as score
+        from content_search_chunks c
+        where c.workspace_id = ${ctx.workspaceId} and c.search_vector @@ ${tsquery} ${sql.join(filters, sql` `)}
         order by c.document_type, c.document_id, score desc, c.position
       ),
       page as (
@@ -58,8 +58,8 @@ export async function search(ctx: WorkspaceContext, query: SearchQuery): Promise
       )
       select page.document_type, page.document_id, page.score, page.total::int as total,
         c.title, c.heading, c.url, c.visibility, i.source_id,
-        ts_headline(c.language, c.content, query.q, ${HEADLINE_OPTIONS}) as snippet
-      from page cross join query
+        ts_headline(c.language, c.content, ${tsquery}, ${HEADLINE_OPTIONS}) as snippet
+      from page
       join content_search_chunks c
         on c.workspace_id = ${ctx.workspaceId} and c.document_type = page.document_type
         and c.document_id = page.document_id and c.position = page.position
