@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { type SQL, sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
@@ -85,7 +86,9 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     path = join(root, 'pglite');
   }
   try {
-    const pglite = path ? await PGlite.create(path) : await PGlite.create();
+    // pg_trgm backs the contact search; PostgreSQL ships it, PGlite loads it as an extension.
+    const options = { extensions: { pg_trgm } };
+    const pglite = path ? await PGlite.create(path, options) : await PGlite.create(options);
     const db = drizzlePglite(pglite, { schema }) as unknown as Db;
     await migratePglite(drizzlePglite(pglite, { schema }), { migrationsFolder });
     let closed = false;
