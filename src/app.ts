@@ -15,7 +15,15 @@ import { JobQueue } from './jobs/queue.js';
 import { registerOriginPolicy } from './http/security.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { registerAccountRoutes } from './modules/account/routes.js';
+import { registerChannelRoutes } from './modules/channels/routes.js';
+import { registerContactRoutes } from './modules/contacts/routes.js';
 import { registerContentRoutes } from './modules/content/routes.js';
+import { registerConversationRoutes } from './modules/conversations/routes.js';
+import { registerEventRoutes } from './modules/events/routes.js';
+import { registerGroupRoutes } from './modules/groups/routes.js';
+import { registerLivechatRoutes } from './modules/livechat/routes.js';
+import { registerTagRoutes } from './modules/tags/routes.js';
+import { registerWebhookRoutes } from './modules/webhooks/routes.js';
 import { registerHealthRoutes } from './modules/health/routes.js';
 import { registerWorkspaceRoutes } from './modules/workspaces/routes.js';
 
@@ -27,6 +35,8 @@ export interface AppServices {
   lockout: SignInLockout;
   cache: AccessCache;
   jobs: JobQueue;
+  /** The service's secret (AUTH_SECRET or the generated one), for keys derived from it. */
+  secret: string;
 }
 
 export type App = FastifyInstance & { services: AppServices };
@@ -81,7 +91,7 @@ export async function buildApp(options: BuildOptions): Promise<App> {
     reply.header('x-request-id', request.id);
   });
 
-  const jobServices = createJobServices(config);
+  const jobServices = createJobServices(config, options.secret);
   const jobs = new JobQueue({
     database,
     catalog: jobCatalog,
@@ -107,6 +117,7 @@ export async function buildApp(options: BuildOptions): Promise<App> {
     lockout: new SignInLockout(database.db),
     cache: new AccessCache(config.authCacheMs),
     jobs,
+    secret: options.secret,
   };
   await jobs.start();
   app.addHook('onClose', async () => {
@@ -125,6 +136,14 @@ export async function buildApp(options: BuildOptions): Promise<App> {
   registerAccountRoutes(app, services);
   registerWorkspaceRoutes(app, services);
   registerContentRoutes(app, services);
+  registerContactRoutes(app, services);
+  registerTagRoutes(app, services);
+  registerGroupRoutes(app, services);
+  registerChannelRoutes(app, services);
+  registerWebhookRoutes(app, services);
+  registerConversationRoutes(app, services);
+  registerEventRoutes(app, services);
+  registerLivechatRoutes(app, services);
 
   return app as unknown as App;
 }

@@ -40,6 +40,11 @@ const envSchema = z.object({
   AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   /** Concurrent job workers per job type in this process; 0 makes an API-only process. */
   WORKERS: z.coerce.number().int().min(0).max(64).default(2),
+  /** The Meta Graph API, versioned: WhatsApp Cloud API, Messenger and Instagram sends go here. */
+  GRAPH_API_URL: z
+    .url({ protocol: /^https?$/ })
+    .transform((value) => value.replace(/\/+$/, ''))
+    .default('https://graph.facebook.com/v21.0'),
   /** How often an idle worker looks for new jobs (seconds; pg-boss's minimum is 0.5). */
   JOB_POLL_SECONDS: z.coerce.number().min(0.5).max(60).default(0.5),
 });
@@ -60,6 +65,7 @@ export type Config = {
   authCacheMs: number;
   workers: number;
   jobPollSeconds: number;
+  graphApiUrl: string;
 };
 
 export class ConfigError extends Error {}
@@ -93,5 +99,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authCacheMs: e.AUTH_CACHE_SECONDS * 1000,
     workers: e.WORKERS,
     jobPollSeconds: e.JOB_POLL_SECONDS,
+    graphApiUrl: e.GRAPH_API_URL,
   };
 }

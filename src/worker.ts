@@ -6,12 +6,13 @@ import { openDatabase } from './db/client.js';
 import { DataDirLockedError } from './db/lockfile.js';
 import { closeJobServices, createJobServices, jobCatalog } from './jobs/catalog.js';
 import { JobQueue } from './jobs/queue.js';
+import { resolveAuthSecret } from './secret.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = pino({ level: config.logLevel });
   const database = await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir });
-  const services = createJobServices(config);
+  const services = createJobServices(config, resolveAuthSecret(config));
   const queue = new JobQueue({
     database,
     catalog: jobCatalog,

@@ -17,6 +17,7 @@ beforeAll(async () => {
 });
 afterAll(async () => api?.close());
 
+const services = { secret: 'x'.repeat(32), graphApiUrl: 'http://127.0.0.1:9' };
 const ref = () => ({ workspaceId, documentType: 'article' as const, documentId: crypto.randomUUID() });
 
 async function jobsFor(documentId: string): Promise<{ state: string; name: string }[]> {
@@ -77,6 +78,7 @@ describe('running jobs', () => {
     const queue = new JobQueue({
       database: api.app.services.database,
       catalog: [flaky],
+      services,
       log: api.app.log,
       workers: 1,
       pollingSeconds: 0.5,
@@ -108,8 +110,8 @@ describe('running jobs', () => {
         seen.push(n);
       },
     });
-    const sender = new JobQueue({ database: api.app.services.database, catalog: [echo], log: api.app.log, workers: 0 });
-    const worker = new JobQueue({ database: api.app.services.database, catalog: [echo], log: api.app.log, workers: 1 });
+    const sender = new JobQueue({ database: api.app.services.database, catalog: [echo], services, log: api.app.log, workers: 0 });
+    const worker = new JobQueue({ database: api.app.services.database, catalog: [echo], services, log: api.app.log, workers: 1 });
     await sender.start();
     await worker.start();
     try {

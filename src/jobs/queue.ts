@@ -20,6 +20,10 @@ export const DEAD_LETTER_QUEUE = 'dead-letter';
 /** Clients that handlers talk to, built from the process's configuration (absent when not configured). */
 export interface JobServices {
   mail?: MailTransport;
+  /** The service's secret (AUTH_SECRET or the generated one): keys for stored channel credentials derive from it. */
+  secret: string;
+  /** Base URL of the Meta Graph API, with its version. */
+  graphApiUrl: string;
 }
 
 export interface JobContext {
@@ -66,7 +70,7 @@ export interface QueueOptions {
   log: FastifyBaseLogger;
   /** Concurrent workers per job type in this process; 0 runs no handlers (an API-only process). */
   workers: number;
-  services?: JobServices;
+  services: JobServices;
   pollingSeconds?: number;
 }
 
@@ -180,7 +184,7 @@ export class JobQueue implements JobSender {
         try {
           await job.handle(parsed.data, {
             db: database.db,
-            services: this.options.services ?? {},
+            services: this.options.services,
             log: jobLog,
             jobs: this,
             jobId: item.id,

@@ -1,0 +1,4 @@
+// Jobs of the contacts area.
+import type { AnyJob } from '../../jobs/queue.js';
+
+export const contactJobs: AnyJob[] = [];
