@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { type SQL, sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
@@ -86,8 +87,8 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     path = join(root, 'pglite');
   }
   try {
-    // pg_trgm backs the contact search; PostgreSQL ships it, PGlite loads it as an extension.
-    const options = { extensions: { pg_trgm } };
+    // btree_gin (the search index) and pg_trgm (contact search) ship with PostgreSQL; PGlite loads them.
+    const options = { extensions: { btree_gin, pg_trgm } };
     const pglite = path ? await PGlite.create(path, options) : await PGlite.create(options);
     const db = drizzlePglite(pglite, { schema }) as unknown as Db;
     await migratePglite(drizzlePglite(pglite, { schema }), { migrationsFolder });

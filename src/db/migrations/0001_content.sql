@@ -1,3 +1,5 @@
+-- btree_gin lets the search index lead with workspace_id (see content_search_chunks_vector_idx).
+CREATE EXTENSION IF NOT EXISTS btree_gin;--> statement-breakpoint
 CREATE TABLE "content_article_collections" (
 	"workspace_id" uuid NOT NULL,
 	"article_id" uuid NOT NULL,
@@ -104,7 +106,7 @@ CREATE UNIQUE INDEX "content_articles_workspace_slug_idx" ON "content_articles" 
 CREATE INDEX "content_articles_workspace_created_idx" ON "content_articles" USING btree ("workspace_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "content_articles_workspace_status_idx" ON "content_articles" USING btree ("workspace_id","status","created_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "content_collections_workspace_slug_idx" ON "content_collections" USING btree ("workspace_id","slug");--> statement-breakpoint
-CREATE INDEX "content_search_chunks_vector_idx" ON "content_search_chunks" USING gin ("search_vector") WITH (fastupdate=false);--> statement-breakpoint
+CREATE INDEX "content_search_chunks_vector_idx" ON "content_search_chunks" USING gin ("workspace_id","search_vector") WITH (fastupdate=false);--> statement-breakpoint
 CREATE UNIQUE INDEX "content_source_items_source_key_idx" ON "content_source_items" USING btree ("workspace_id","source_id","external_key");--> statement-breakpoint
 CREATE INDEX "content_source_items_source_created_idx" ON "content_source_items" USING btree ("workspace_id","source_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "content_sources_workspace_created_idx" ON "content_sources" USING btree ("workspace_id","created_at","id");--> statement-breakpoint
