@@ -10,3 +10,5 @@ export const iso = (date: Date | string): string => (typeof date === 'string' ? 
 /** Route `config` for reads open to every role of the workspace, and for writes that need Admin or Org Owner. */
 export const anyRole = { access: 'workspace' as const };
 export const adminOnly = { access: 'workspace' as const, minRole: 'admin' as const };
+/** Route `config` for writes open to Agents and above (Viewers only read). */
+export const agentOrAbove = { access: 'workspace' as const, minRole: 'agent' as const };
