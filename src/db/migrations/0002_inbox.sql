@@ -155,6 +155,9 @@ CREATE INDEX "contacts_workspace_email_idx" ON "contacts" USING btree ("workspac
 CREATE INDEX "contacts_workspace_created_idx" ON "contacts" USING btree ("workspace_id","created_at","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "conversations_open_idx" ON "conversations" USING btree ("workspace_id","channel_id","contact_id") WHERE "conversations"."status" <> 'resolved';--> statement-breakpoint
 CREATE INDEX "conversations_workspace_recent_idx" ON "conversations" USING btree ("workspace_id","last_message_at","id");--> statement-breakpoint
+CREATE INDEX "conversations_workspace_status_idx" ON "conversations" USING btree ("workspace_id","status","last_message_at","id");--> statement-breakpoint
+CREATE INDEX "conversations_workspace_assignee_idx" ON "conversations" USING btree ("workspace_id","assignee_id","last_message_at","id");--> statement-breakpoint
+CREATE INDEX "conversations_workspace_channel_idx" ON "conversations" USING btree ("workspace_id","channel_id","last_message_at","id");--> statement-breakpoint
 CREATE INDEX "conversations_workspace_contact_idx" ON "conversations" USING btree ("workspace_id","contact_id");--> statement-breakpoint
 CREATE INDEX "contact_group_members_contact_idx" ON "contact_group_members" USING btree ("workspace_id","contact_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "contact_groups_workspace_name_idx" ON "contact_groups" USING btree ("workspace_id",lower("name"));--> statement-breakpoint

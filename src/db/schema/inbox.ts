@@ -203,6 +203,10 @@ export const conversations = pgTable(
       .on(t.workspaceId, t.channelId, t.contactId)
       .where(sql`${t.status} <> 'resolved'`),
     index('conversations_workspace_recent_idx').on(t.workspaceId, t.lastMessageAt, t.id),
+    // The inbox's usual filters, each in list order.
+    index('conversations_workspace_status_idx').on(t.workspaceId, t.status, t.lastMessageAt, t.id),
+    index('conversations_workspace_assignee_idx').on(t.workspaceId, t.assigneeId, t.lastMessageAt, t.id),
+    index('conversations_workspace_channel_idx').on(t.workspaceId, t.channelId, t.lastMessageAt, t.id),
     index('conversations_workspace_contact_idx').on(t.workspaceId, t.contactId),
   ],
 );
