@@ -15,6 +15,8 @@
 //    also go to bench/results/latest-<pglite|postgres>.json.
 // 5. The knowledge base (bench/content.ts; BENCH_CONTENT=0 skips it): publish-to-searchable latency, then
 //    BENCH_ARTICLES (10,000) published articles seeded through the API and searched.
+// 6. The inbox (bench/inbox.ts, PostgreSQL only; BENCH_INBOX=0 skips it): first pages and totals of contacts and
+//    conversations over 1,000,000 contacts and 100,000 conversations seeded with generate_series.
 // BENCH_CPU_PROF=1 runs the API server with --cpu-prof; the profile lands in bench/results/profiles/.
 // Every child process is stopped at the end, on error too.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -26,6 +28,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { benchContent, printContentFigures } from './content.js';
+import { benchInbox, printInboxFigures } from './inbox.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
@@ -294,6 +297,11 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   await settle();
   const content = process.env.BENCH_CONTENT === '0' ? undefined : await benchContent(api.url, seed.headers);
   await settle();
+  const inbox =
+    database.kind === 'postgres' && process.env.BENCH_INBOX !== '0'
+      ? await benchInbox(api.url, seed.headers, database.env.DATABASE_URL!)
+      : undefined;
+  await settle();
   await api.stop();
 
   printTable([ceilingFigures, apiFigures]);
@@ -301,6 +309,7 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   const verdict = ratio >= TARGET ? 'meets' : 'BELOW';
   console.log(`\nratio: ${(ratio * 100).toFixed(1)}% (${verdict} the ${TARGET * 100}% target)`);
   if (content) printContentFigures(content);
+  if (inbox) printInboxFigures(inbox);
 
   const file = join(resultsDir, `latest-${database.kind}.json`);
   mkdirSync(resultsDir, { recursive: true });
@@ -319,6 +328,7 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
     ratio,
     target: TARGET,
     content,
+    inbox,
   };
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`figures written to ${file}`);

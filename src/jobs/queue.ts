@@ -3,9 +3,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import PgBoss from 'pg-boss';
 import { type SQL, sql } from 'drizzle-orm';
-import pg from 'pg';
 import type { z } from 'zod';
 import { type Database, type Db, queryRows, type Tx } from '../db/client.js';
+import { listen } from '../db/listen.js';
 import type { MailTransport } from '../mail/mailer.js';
 
 /**
@@ -202,40 +202,6 @@ export class JobQueue implements JobSender {
     );
     this.workerIds.set(job.name, [...(this.workerIds.get(job.name) ?? []), id]);
   }
-}
-
-/** LISTEN on a dedicated connection (PostgreSQL) or the PGlite instance; resolves to the matching UNLISTEN. */
-async function listen(database: Database, channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
-  if (database.pglite) return database.pglite.listen(channel, onPayload);
-  // Its own connection, outside the pool: a LISTEN session is held for the life of the process, and a pool
-  // with a client checked out forever could not be ended.
-  const options = database.pool!.options;
-  let client: pg.Client | undefined;
-  let closed = false;
-  const connect = async (): Promise<void> => {
-    const next = new pg.Client(options);
-    client = next;
-    next.on('notification', (message) => message.payload && onPayload(message.payload));
-    next.on('error', () => reconnect(next));
-    try {
-      await next.connect();
-      await next.query(`listen ${channel}`);
-    } catch {
-      reconnect(next);
-    }
-  };
-  // A lost listening connection only costs latency (workers still poll); it is replaced after a second.
-  const reconnect = (failed: pg.Client) => {
-    if (client !== failed) return;
-    client = undefined;
-    void failed.end().catch(() => {});
-    if (!closed) setTimeout(() => void connect(), 1000).unref();
-  };
-  await connect();
-  return async () => {
-    closed = true;
-    await client?.end().catch(() => {});
-  };
 }
 
 /** pg-boss's own queries on the service's connection: the pool on PostgreSQL, the one PGlite instance otherwise. */
