@@ -307,6 +307,9 @@ describe('GET /api/livechat/{channelId}/events', () => {
     // The workspace's stream gets the same message.
     const seenByAgents = await agents.next((e) => e.data.id === sent.body.id);
     expect(seenByAgents.data).toMatchObject({ conversationId: sent.body.conversationId, body: 'Question from Ada' });
+    // And the conversation it opened, as the conversations API shows it.
+    const opened = await agents.next((e) => e.event === 'conversation.updated' && e.data.id === sent.body.conversationId);
+    expect(opened.data).toMatchObject({ channelType: 'livechat', status: 'active', window: { open: true, closesAt: null } });
 
     // An agent's reply on Ada's conversation, published as the conversations API does.
     const { db } = t.app.services.database;

@@ -2,12 +2,13 @@
 // visitor's token (the token itself is never stored; a lost token is a new visitor). Messages go into the
 // contact's open conversation on the channel, as inbound messages.
 import { createHash, randomBytes } from 'node:crypto';
-import { and, desc, eq, lt, or } from 'drizzle-orm';
+import { and, desc, eq, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { channels, contactIdentities, contacts, conversations, messages } from '../../db/schema/index.js';
 import { errors } from '../../http/errors.js';
 import { newId } from '../../ids.js';
 import { insertContacts } from '../contacts/store.js';
+import { toConversationRecord } from '../conversations/records.js';
 import { openConversation } from '../conversations/store.js';
 import { publishEvent } from '../events/publish.js';
 import { type MessageRecord, toMessageRecord } from '../channels/message-record.js';
@@ -123,16 +124,33 @@ export async function sendVisitorMessage(db: Db, visitor: Visitor, body: string)
         updatedAt: now,
       })
       .returning();
-    await tx
+    const [contact] = await tx
       .update(contacts)
       .set({ lastInboundAt: now })
-      .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, contactId)));
-    await tx
+      .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, contactId)))
+      .returning({ id: contacts.id, name: contacts.name, phone: contacts.phone });
+    const [updated] = await tx
       .update(conversations)
-      .set({ lastInboundAt: now, lastMessageAt: now, updatedAt: now })
-      .where(and(eq(conversations.workspaceId, workspaceId), eq(conversations.id, conversation.id)));
+      .set({
+        lastInboundAt: now,
+        lastMessageAt: now,
+        // As for every inbound message: a snoozed conversation wakes up when the contact writes.
+        status: sql`case when ${conversations.status} = 'snoozed' then 'active' else ${conversations.status} end`,
+        snoozedUntil: sql`case when ${conversations.status} = 'snoozed' then null else ${conversations.snoozedUntil} end`,
+        updatedAt: now,
+      })
+      .where(and(eq(conversations.workspaceId, workspaceId), eq(conversations.id, conversation.id)))
+      .returning();
     const record = toMessageRecord(row!);
     await publishEvent(tx, { type: 'message.created', workspaceId, conversationId: conversation.id, data: record });
+    if (updated && contact) {
+      await publishEvent(tx, {
+        type: 'conversation.updated',
+        workspaceId,
+        conversationId: conversation.id,
+        data: toConversationRecord({ conversation: updated, channelType: 'livechat', contact }),
+      });
+    }
     return visitorMessage(record);
   });
 }
