@@ -15,7 +15,9 @@
 //    also go to bench/results/latest-<pglite|postgres>.json.
 // 5. The knowledge base (bench/content.ts; BENCH_CONTENT=0 skips it): publish-to-searchable latency, then
 //    BENCH_ARTICLES (10,000) published articles seeded through the API and searched.
-// 6. The inbox (bench/inbox.ts, PostgreSQL only; BENCH_INBOX=0 skips it): first pages and totals of contacts and
+// 6. Inbound webhooks (bench/webhooks.ts; BENCH_WEBHOOKS=0 skips it): signed WhatsApp deliveries per second
+//    accepted, and messages stored per second once the queue has caught up.
+// 7. The inbox (bench/inbox.ts, PostgreSQL only; BENCH_INBOX=0 skips it): first pages and totals of contacts and
 //    conversations over 1,000,000 contacts and 100,000 conversations seeded with generate_series.
 // BENCH_CPU_PROF=1 runs the API server with --cpu-prof; the profile lands in bench/results/profiles/.
 // Every child process is stopped at the end, on error too.
@@ -29,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { benchContent, printContentFigures } from './content.js';
 import { benchInbox, printInboxFigures } from './inbox.js';
+import { benchWebhooks, printWebhookFigures } from './webhooks.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
@@ -297,6 +300,8 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   await settle();
   const content = process.env.BENCH_CONTENT === '0' ? undefined : await benchContent(api.url, seed.headers);
   await settle();
+  const webhooks = process.env.BENCH_WEBHOOKS === '0' ? undefined : await benchWebhooks(api.url, seed.headers, database.env.DATABASE_URL);
+  await settle();
   const inbox =
     database.kind === 'postgres' && process.env.BENCH_INBOX !== '0'
       ? await benchInbox(api.url, seed.headers, database.env.DATABASE_URL!)
@@ -309,6 +314,7 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   const verdict = ratio >= TARGET ? 'meets' : 'BELOW';
   console.log(`\nratio: ${(ratio * 100).toFixed(1)}% (${verdict} the ${TARGET * 100}% target)`);
   if (content) printContentFigures(content);
+  if (webhooks) printWebhookFigures(webhooks);
   if (inbox) printInboxFigures(inbox);
 
   const file = join(resultsDir, `latest-${database.kind}.json`);
@@ -328,6 +334,7 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
     ratio,
     target: TARGET,
     content,
+    webhooks,
     inbox,
   };
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
