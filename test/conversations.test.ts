@@ -10,6 +10,8 @@ import { listen } from '../src/db/listen.js';
 import { type ChannelType, channels, conversations, messages } from '../src/db/schema/index.js';
 import { newId } from '../src/ids.js';
 import { insertContacts } from '../src/modules/contacts/store.js';
+import { JobQueue } from '../src/jobs/queue.js';
+import { wakeConversation } from '../src/modules/conversations/jobs.js';
 import { openConversation } from '../src/modules/conversations/store.js';
 import { EVENTS_CHANNEL } from '../src/modules/events/publish.js';
 import {
@@ -286,6 +288,45 @@ describe('GET /api/conversations/{id}', () => {
     expectNotFound(await cast.viewer.get(`${CONVERSATIONS}/${randomUUID()}`));
     expectValidation(await cast.viewer.get(`${CONVERSATIONS}/nope`), 'id');
     expect((await cast.viewer.get(`${CONVERSATIONS}/${c.id}`, { anonymous: true })).status).toBe(401);
+  });
+});
+
+describe('the end of a snooze', () => {
+  it('wakes the conversation up when snoozedUntil passes (a job sent with the snooze), and not after a newer snooze', async () => {
+    const seeded = await seedConversation(cast.workspaceId, { lastInboundAt: ago(60_000) });
+    const other = await seedConversation(cast.workspaceId, { lastInboundAt: ago(60_000) });
+    const soon = () => new Date(Date.now() + 1500).toISOString();
+    expect((await cast.agent.patch(`/api/conversations/${seeded.id}`, { status: 'snoozed', snoozedUntil: soon() })).status).toBe(200);
+    expect((await cast.agent.patch(`/api/conversations/${other.id}`, { status: 'snoozed', snoozedUntil: soon() })).status).toBe(200);
+    // Snoozed again for an hour: the first job finds the new snooze still running and leaves it.
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await cast.agent.patch(`/api/conversations/${other.id}`, { status: 'snoozed', snoozedUntil: later })).status).toBe(200);
+    // This file's app runs no workers; a worker on the same database runs the wake-up jobs.
+    const worker = new JobQueue({
+      database: t.app.services.database,
+      catalog: [wakeConversation],
+      services: { secret: 'x'.repeat(32), graphApiUrl: 'http://127.0.0.1:9' },
+      log: t.app.log,
+      workers: 1,
+    });
+    await worker.start();
+    try {
+      const woken = await eventually(async () => {
+        const res = await cast.viewer.get(`/api/conversations/${seeded.id}`);
+        return res.body.status === 'active' && res.body;
+      }, 15_000, 'conversation woken');
+      expect(woken.snoozedUntil).toBeNull();
+      const jobsOfOther = () =>
+        queryRows<{ state: string }>(
+          db(),
+          sql`select state::text from pgboss.job where name = ${wakeConversation.name} and data->>'conversationId' = ${other.id} order by start_after`,
+        );
+      await eventually(async () => (await jobsOfOther())[0]?.state === 'completed', 10_000, 'the first snooze\'s job ran');
+      expect((await jobsOfOther()).map((job) => job.state)).toEqual(['completed', 'created']);
+      expect((await cast.viewer.get(`/api/conversations/${other.id}`)).body).toMatchObject({ status: 'snoozed', snoozedUntil: later });
+    } finally {
+      await worker.stop();
+    }
   });
 });
 

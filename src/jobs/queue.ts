@@ -59,9 +59,14 @@ export function defineJob<P>(definition: JobDefinition<P>): JobDefinition<P> {
   return definition;
 }
 
+export interface SendOptions {
+  /** Not before this time (a reminder, a snooze that ends). */
+  startAfter?: Date;
+}
+
 export interface JobSender {
   /** Stores the job in `tx`: it exists if and only if that transaction commits. */
-  send<P>(tx: Tx, job: JobDefinition<P>, payload: P): Promise<void>;
+  send<P>(tx: Tx, job: JobDefinition<P>, payload: P, options?: SendOptions): Promise<void>;
 }
 
 export interface QueueOptions {
@@ -135,12 +140,13 @@ export class JobQueue implements JobSender {
     if (this.options.workers > 0) this.unlisten = await listen(this.options.database, WAKE_CHANNEL, (name) => this.wake(name));
   }
 
-  async send<P>(tx: Tx, job: JobDefinition<P>, payload: P): Promise<void> {
+  async send<P>(tx: Tx, job: JobDefinition<P>, payload: P, options: SendOptions = {}): Promise<void> {
     if (!this.byName.has(job.name)) throw new Error(`job ${job.name} is not in the catalog`);
     const data = job.payload.parse(payload) as object;
     await this.boss.send(job.name, data, {
       db: transactionExecutor(tx),
       ...(job.singletonKey ? { singletonKey: job.singletonKey(payload) } : {}),
+      ...(options.startAfter ? { startAfter: options.startAfter } : {}),
     });
     await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${job.name})`);
   }

@@ -8,7 +8,7 @@ import { type ErrorDetail, errors } from '../../http/errors.js';
 import type { WorkspaceContext } from '../../http/guard.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../ids.js';
-import { isUniqueViolation } from '../content/slug.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import { INVALID_PHONE, normalizePhone } from './fields.js';
 import type { ContactListQuery, ContactRecord, CreateContactInput, UpdateContactInput } from './schemas.js';
 import { MAX_ATTRIBUTES } from './schemas.js';

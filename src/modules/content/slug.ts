@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import slugifyText from '@sindresorhus/slugify';
 import { z } from 'zod';
 import type { Tx } from '../../db/client.js';
+import { isUniqueViolation } from '../../db/errors.js';
 
 export const SLUG_MAX_LENGTH = 200;
 /** Lower-case letters and digits in groups joined by single hyphens: `getting-started-2`. */
@@ -33,15 +34,6 @@ export function slugify(text: string, fallback: string): string {
 
 const randomSuffix = () =>
   Array.from(randomBytes(6), (byte) => 'abcdefghijklmnopqrstuvwxyz0123456789'[byte % 36]).join('');
-
-/** A PostgreSQL unique violation (23505), on `constraint` when given; Drizzle wraps driver errors in `cause`. */
-export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    const { code, constraint: name } = e as { code?: unknown; constraint?: unknown };
-    if (code === '23505') return constraint === undefined || name === undefined || name === constraint;
-  }
-  return false;
-}
 
 export interface UniqueSlugInsert<T> {
   /** The transaction the insert belongs to; each attempt runs in a savepoint of it. */

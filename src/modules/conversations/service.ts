@@ -17,7 +17,7 @@ import type { Page } from '../../http/pagination.js';
 import { newId } from '../../ids.js';
 import { sendOutboundMessage } from '../channels/jobs.js';
 import { toMessageRecord } from '../channels/message-record.js';
-import { isUniqueViolation } from '../content/slug.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import { publishEvent } from '../events/publish.js';
 import { type ConversationJoinRow, maySend, toConversationRecord } from './records.js';
 import type {
@@ -29,6 +29,7 @@ import type {
   UpdateConversationInput,
 } from './schemas.js';
 import { conversationTotal } from './store.js';
+import { wakeConversation } from './jobs.js';
 
 const OPEN_INDEX = 'conversations_open_idx';
 
@@ -195,6 +196,9 @@ export async function updateConversation(
         throw errors.conflict('The contact already has an open conversation on this channel; resolve it before reopening this one');
       }
       throw error;
+    }
+    if (snoozedUntil && snoozedUntil.getTime() !== current.snoozedUntil?.getTime()) {
+      await ctx.jobs.send(tx, wakeConversation, { workspaceId: ctx.workspaceId, conversationId: id }, { startAfter: snoozedUntil });
     }
     const record = toConversationRecord(await findJoined(tx, ctx, id), now);
     await publishEvent(tx, { type: 'conversation.updated', workspaceId: ctx.workspaceId, conversationId: id, data: record });

@@ -7,7 +7,7 @@ import { errors } from '../../http/errors.js';
 import type { WorkspaceContext } from '../../http/guard.js';
 import type { Page, PageQuery } from '../../http/pagination.js';
 import { newId } from '../../ids.js';
-import { isUniqueViolation } from '../content/slug.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { ContactRecord } from '../contacts/schemas.js';
 import { checkContacts, contactRecords } from '../contacts/service.js';
 import type { CreateGroupInput, GroupRecord, UpdateGroupInput } from './schemas.js';

@@ -6,7 +6,7 @@ import { iso } from '../../http/api.js';
 import { errors } from '../../http/errors.js';
 import type { WorkspaceContext } from '../../http/guard.js';
 import { newId } from '../../ids.js';
-import { isUniqueViolation } from '../content/slug.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { CreateTagInput, TagRecord, UpdateTagInput } from './schemas.js';
 
 const NAME_INDEX = 'tags_workspace_name_idx';

@@ -10,7 +10,8 @@ import type { Page } from '../../../http/pagination.js';
 import { newId } from '../../../ids.js';
 import { removeChunks, setChunkVisibility } from '../index/indexer.js';
 import { indexDocument, unindexDocument } from '../jobs.js';
-import { insertWithUniqueSlug, isUniqueViolation, slugify } from '../slug.js';
+import { isUniqueViolation } from '../../../db/errors.js';
+import { insertWithUniqueSlug, slugify } from '../slug.js';
 import type { ArticleListQuery, ArticleRecord, CreateArticleInput, UpdateArticleInput } from './schemas.js';
 
 const SLUG_INDEX = 'content_articles_workspace_slug_idx';

@@ -7,7 +7,8 @@ import { errors } from '../../../http/errors.js';
 import type { WorkspaceContext } from '../../../http/guard.js';
 import type { Page, PageQuery } from '../../../http/pagination.js';
 import { newId } from '../../../ids.js';
-import { insertWithUniqueSlug, isUniqueViolation, slugify } from '../slug.js';
+import { isUniqueViolation } from '../../../db/errors.js';
+import { insertWithUniqueSlug, slugify } from '../slug.js';
 import type { CollectionRecord, CreateCollectionInput, UpdateCollectionInput } from './schemas.js';
 
 const SLUG_INDEX = 'content_collections_workspace_slug_idx';
