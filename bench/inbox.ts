@@ -27,7 +27,7 @@ async function seed(databaseUrl: string, workspaceId: string): Promise<void> {
     );
     await client.query(
       `insert into contacts (id, workspace_id, name, phone, email, created_at, updated_at)
-       select gen_random_uuid(), $1, 'Contact ' || n, '+4477' || lpad(n::text, 8, '0'), 'contact' || n || '@example.test',
+       select gen_random_uuid(), $1, 'Contact ' || n, '+4420' || lpad(n::text, 8, '0'), 'contact' || n || '@example.test',
               now() - (n || ' seconds')::interval, now()
        from generate_series(1, $2::int) n`,
       [workspaceId, CONTACTS],

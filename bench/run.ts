@@ -298,14 +298,18 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   await ceiling.stop();
   const apiFigures = await load('GET /api/members', `${api.url}/api/members`, seed.headers);
   await settle();
+  // Each later part prints as soon as it is measured, so a failure further on does not lose it.
   const content = process.env.BENCH_CONTENT === '0' ? undefined : await benchContent(api.url, seed.headers);
+  if (content) printContentFigures(content);
   await settle();
   const webhooks = process.env.BENCH_WEBHOOKS === '0' ? undefined : await benchWebhooks(api.url, seed.headers, database.env.DATABASE_URL);
+  if (webhooks) printWebhookFigures(webhooks);
   await settle();
   const inbox =
     database.kind === 'postgres' && process.env.BENCH_INBOX !== '0'
       ? await benchInbox(api.url, seed.headers, database.env.DATABASE_URL!)
       : undefined;
+  if (inbox) printInboxFigures(inbox);
   await settle();
   await api.stop();
 
@@ -313,9 +317,6 @@ async function runBench(cleanups: Cleanup[]): Promise<boolean> {
   const ratio = apiFigures.reqPerSec / ceilingFigures.reqPerSec;
   const verdict = ratio >= TARGET ? 'meets' : 'BELOW';
   console.log(`\nratio: ${(ratio * 100).toFixed(1)}% (${verdict} the ${TARGET * 100}% target)`);
-  if (content) printContentFigures(content);
-  if (webhooks) printWebhookFigures(webhooks);
-  if (inbox) printInboxFigures(inbox);
 
   const file = join(resultsDir, `latest-${database.kind}.json`);
   mkdirSync(resultsDir, { recursive: true });
