@@ -1,10 +1,7 @@
 // The tables better-auth reads and writes (user, session, account, verification), under plural names.
 import { boolean, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { timestamps } from './columns.js';
 
-const timestamps = {
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-};
 
 export const users = pgTable('users', {
   id: uuid('id').primaryKey(),

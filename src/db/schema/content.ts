@@ -12,8 +12,9 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { timestamps } from './columns.js';
 import { users } from './auth.js';
-import { workspaces } from './tenancy.js';
+import { workspaceId } from './tenancy.js';
 
 export const VISIBILITIES = ['public', 'internal'] as const;
 export const ARTICLE_STATUSES = ['draft', 'published'] as const;
@@ -32,14 +33,6 @@ export type DocumentType = (typeof DOCUMENT_TYPES)[number];
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 const regconfig = customType<{ data: string }>({ dataType: () => 'regconfig' });
 
-const workspaceId = () =>
-  uuid('workspace_id')
-    .notNull()
-    .references(() => workspaces.id, { onDelete: 'cascade' });
-const timestamps = {
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-};
 const indexState = {
   indexStatus: text('index_status', { enum: INDEX_STATUSES }).notNull().default('pending'),
   indexedAt: timestamp('indexed_at', { withTimezone: true }),

@@ -11,8 +11,9 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { timestamps } from './columns.js';
 import { users } from './auth.js';
-import { workspaces } from './tenancy.js';
+import { workspaceId } from './tenancy.js';
 
 export const CHANNEL_TYPES = ['whatsapp', 'messenger', 'instagram', 'livechat'] as const;
 export const CONVERSATION_STATUSES = ['active', 'pending', 'resolved', 'snoozed'] as const;
@@ -24,14 +25,6 @@ export type ChannelType = (typeof CHANNEL_TYPES)[number];
 export type ConversationStatus = (typeof CONVERSATION_STATUSES)[number];
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
-const workspaceId = () =>
-  uuid('workspace_id')
-    .notNull()
-    .references(() => workspaces.id, { onDelete: 'cascade' });
-const timestamps = {
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-};
 
 export const contacts = pgTable(
   'contacts',

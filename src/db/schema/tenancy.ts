@@ -1,5 +1,6 @@
 // Organizations own workspaces; every piece of product data belongs to exactly one workspace.
 import { index, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { timestamps } from './columns.js';
 import { users } from './auth.js';
 
 export const ORG_ROLES = ['owner', 'member'] as const;
@@ -9,10 +10,6 @@ export type WorkspaceMemberRole = (typeof WORKSPACE_ROLES)[number];
 /** The role a user acts with inside a workspace: Org Owners act as `owner`. */
 export type WorkspaceRole = 'owner' | WorkspaceMemberRole;
 
-const timestamps = {
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-};
 
 export const organizations = pgTable('organizations', {
   id: uuid('id').primaryKey(),
@@ -48,6 +45,12 @@ export const workspaces = pgTable(
   },
   (t) => [index('workspaces_organization_idx').on(t.organizationId)],
 );
+
+/** The owning workspace of a row: every workspace table has it (first in its keys), and rows go with the workspace. */
+export const workspaceId = () =>
+  uuid('workspace_id')
+    .notNull()
+    .references(() => workspaces.id, { onDelete: 'cascade' });
 
 export const workspaceMembers = pgTable(
   'workspace_members',
